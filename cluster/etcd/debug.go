@@ -1,0 +1,197 @@
+package etcd
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/tracker"
+)
+
+// Status reports the member's raft view: what /debug/klab/status serves.
+func (m *Member) Status() Status {
+	st := Status{
+		ID:             hexID(m.id),
+		Name:           m.cfg.Name,
+		ClusterID:      hexID(m.clusterID),
+		ClientURL:      m.self.ClientURL,
+		PeerURL:        m.self.PeerURL,
+		ElectionTicks:  m.cfg.ElectionTicks,
+		HeartbeatTicks: m.cfg.HeartbeatTicks,
+		Fsync:          !m.cfg.NoFsync,
+		Clock:          m.clock.status(),
+	}
+	select {
+	case <-m.done:
+		st.State = "stopped"
+		return st
+	default:
+	}
+	if !m.started.Load() {
+		st.State = "stopped"
+		return st
+	}
+	rs := m.node.Status()
+	st.State = rs.RaftState.String()
+	if m.gate.isShut() {
+		st.State = "paused"
+	}
+	st.Term = rs.HardState.GetTerm()
+	st.Vote = hexID(rs.HardState.GetVote())
+	st.Leader = hexID(rs.Lead)
+	st.Commit = rs.HardState.GetCommit()
+	st.Applied = m.applied.Load()
+	st.SnapshotIndex = m.snapIndex.Load()
+	st.FirstIndex, _ = m.raftStorage.FirstIndex()
+	st.LastIndex, _ = m.raftStorage.LastIndex()
+	st.Revision = m.store.Rev()
+	st.CompactRevision = m.store.CompactRev()
+	st.DBSize = m.dbSize()
+	st.ElectionElapsed = int(m.ticksSinceLeader.Load())
+	if rs.RaftState == raft.StateLeader {
+		st.ElectionElapsed = 0
+		st.Progress = map[string]Progress{}
+		for id, pr := range rs.Progress {
+			if id == m.id {
+				continue
+			}
+			name := m.peerName(id)
+			if name == "" {
+				name = hexID(id)
+			}
+			st.Progress[name] = Progress{
+				Match: pr.Match, Next: pr.Next, State: pr.State.String(),
+				RecentActive: pr.RecentActive, Paused: pr.MsgAppFlowPaused || pr.State == tracker.StateSnapshot,
+			}
+		}
+	}
+	return st
+}
+
+// dbSize is the size of the member's bbolt file, as etcd reports its
+// backend size.
+func (m *Member) dbSize() int64 {
+	var size int64
+	if m.db == nil {
+		return 0
+	}
+	_ = m.db.View(func(tx *bolt.Tx) error {
+		size = tx.Size()
+		return nil
+	})
+	return size
+}
+
+// debugMux serves /debug/klab: status, the event stream and clock control.
+func (m *Member) registerDebug(mux *http.ServeMux) {
+	mux.HandleFunc("GET /debug/klab/status", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, m.Status())
+	})
+	mux.HandleFunc("GET /debug/klab/events", m.serveEvents)
+	mux.HandleFunc("GET /debug/klab/clock", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, m.clock.status())
+	})
+	mux.HandleFunc("POST /debug/klab/clock", m.serveClock)
+}
+
+// serveEvents streams raft events as newline-delimited JSON. ?since=N
+// replays retained events after sequence number N first.
+func (m *Member) serveEvents(w http.ResponseWriter, r *http.Request) {
+	since, _ := strconv.ParseUint(r.URL.Query().Get("since"), 10, 64)
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-cache")
+	past, c, cancel := m.events.subscribe(since)
+	defer cancel()
+	enc := json.NewEncoder(w)
+	for _, e := range past {
+		if err := enc.Encode(e); err != nil {
+			return
+		}
+	}
+	if flusher != nil {
+		flusher.Flush()
+	}
+	// Flush at most every 20 ms so a burst of heartbeats is one write.
+	flushTick := time.NewTicker(20 * time.Millisecond)
+	defer flushTick.Stop()
+	dirty := false
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-m.stopc:
+			return
+		case e := <-c:
+			if err := enc.Encode(e); err != nil {
+				return
+			}
+			dirty = true
+		case <-flushTick.C:
+			if dirty && flusher != nil {
+				flusher.Flush()
+				dirty = false
+			}
+		}
+	}
+}
+
+// ClockRequest is the body of POST /debug/klab/clock. Every field is
+// optional: set the tick interval, pause or resume, and step N ticks.
+type ClockRequest struct {
+	TickIntervalMS *float64 `json:"tickIntervalMs,omitempty"`
+	Paused         *bool    `json:"paused,omitempty"`
+	Step           int      `json:"step,omitempty"`
+}
+
+func (m *Member) serveClock(w http.ResponseWriter, r *http.Request) {
+	var req ClockRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&req); err != nil {
+		http.Error(w, "clock request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if err := m.SetClock(req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	writeJSON(w, m.clock.status())
+}
+
+// SetClock changes the member's raft clock: what POST /debug/klab/clock does.
+func (m *Member) SetClock(req ClockRequest) error {
+	cur := m.clock.status()
+	interval := time.Duration(0)
+	if req.TickIntervalMS != nil {
+		ms := *req.TickIntervalMS
+		if ms < 1 || ms > 60000 {
+			return fmt.Errorf("tickIntervalMs must be between 1 and 60000, got %v", ms)
+		}
+		interval = time.Duration(ms * float64(time.Millisecond))
+	}
+	if req.Step < 0 || req.Step > 1000 {
+		return fmt.Errorf("step must be between 0 and 1000, got %d", req.Step)
+	}
+	paused := cur.Paused
+	if req.Paused != nil {
+		paused = *req.Paused
+	}
+	m.clock.set(interval, paused)
+	if req.Step > 0 {
+		m.clock.step(req.Step)
+	}
+	after := m.clock.status()
+	m.events.publish(Event{Member: m.cfg.Name, Kind: EventClock,
+		Detail: fmt.Sprintf("interval %.0fms paused=%v step=%d", after.TickIntervalMS, after.Paused, req.Step)})
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}

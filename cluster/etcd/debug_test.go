@@ -1,0 +1,182 @@
+package etcd_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/klab-dev/klab/cluster/etcd"
+	"github.com/klab-dev/klab/cluster/etcd/etcdtest"
+)
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+}
+
+func postClock(t *testing.T, peerURL string, req etcd.ClockRequest) etcd.ClockStatus {
+	t.Helper()
+	b, _ := json.Marshal(req)
+	resp, err := http.Post(peerURL+"/debug/klab/clock", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST clock: %s", resp.Status)
+	}
+	var st etcd.ClockStatus
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestDebugStatusReportsLeaderProgress(t *testing.T) {
+	c := etcdtest.New(t, 3, nil)
+	lead := c.WaitLeader(5 * time.Second)
+	// Just after an election the leader has not heard back from its
+	// followers yet (match 0); wait for their first replies.
+	var st etcd.Status
+	waitFor(t, 5*time.Second, "the leader to hear from both followers", func() bool {
+		st = etcd.Status{}
+		getJSON(t, c.Peers[lead].PeerURL+"/debug/klab/status", &st)
+		if st.State != "StateLeader" || st.Name != c.Peers[lead].Name || st.Term == 0 {
+			t.Fatalf("leader status = %+v", st)
+		}
+		if len(st.Progress) != 2 {
+			t.Fatalf("leader reports progress for %d followers, want 2: %+v", len(st.Progress), st.Progress)
+		}
+		for _, pr := range st.Progress {
+			if pr.Match == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for name, pr := range st.Progress {
+		if pr.Match == 0 || pr.Next <= pr.Match || pr.State != "StateReplicate" {
+			t.Errorf("progress of %s = %+v", name, pr)
+		}
+	}
+	follower := (lead + 1) % 3
+	var fst etcd.Status
+	getJSON(t, c.Peers[follower].PeerURL+"/debug/klab/status", &fst)
+	if fst.State != "StateFollower" || fst.Leader == "0" || fst.Progress != nil {
+		t.Fatalf("follower status = %+v", fst)
+	}
+}
+
+// With every clock paused, nothing times out: killing the leader elects no
+// one until the members' clocks are stepped past their election timeout.
+// Both survivors must be stepped: with CheckQuorum a follower whose own
+// clock says it heard from the leader recently refuses to vote. The votes
+// travel over the (running) network and show on the event stream.
+func TestPausedClockStepsAnElection(t *testing.T) {
+	c := etcdtest.New(t, 3, nil)
+	lead := c.WaitLeader(5 * time.Second)
+	paused := true
+	for i := range c.Peers {
+		if st := postClock(t, c.Peers[i].PeerURL, etcd.ClockRequest{Paused: &paused}); !st.Paused {
+			t.Fatalf("clock of %s not paused: %+v", c.Peers[i].Name, st)
+		}
+	}
+	oldTerm := c.Member(lead).Status().Term
+	c.Kill(lead)
+	candidate := (lead + 1) % 3
+
+	// Subscribe to the candidate's events before stepping its clock.
+	resp, err := http.Get(c.Peers[candidate].PeerURL + "/debug/klab/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := make(chan etcd.Event, 1024)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var e etcd.Event
+			if json.Unmarshal(sc.Bytes(), &e) == nil {
+				events <- e
+			}
+		}
+		close(events)
+	}()
+
+	survivors := []int{candidate, (lead + 2) % 3}
+	// Ticks before the election timeout (10 ticks) change nothing.
+	for _, i := range survivors {
+		postClock(t, c.Peers[i].PeerURL, etcd.ClockRequest{Step: 5})
+	}
+	for _, i := range survivors {
+		if st := c.Member(i).Status(); st.State != "StateFollower" || st.Term != oldTerm {
+			t.Fatalf("after 5 ticks %s is %s in term %d; want follower in term %d", c.Peers[i].Name, st.State, st.Term, oldTerm)
+		}
+	}
+	// The randomised timeout is below 2 × 10 ticks: 20 more are enough for
+	// both to campaign. If their votes split, only the candidate's clock
+	// moves on, so its next campaign meets no rival.
+	for _, i := range survivors {
+		postClock(t, c.Peers[i].PeerURL, etcd.ClockRequest{Step: 20})
+	}
+	go func() {
+		for round := 0; round < 10; round++ {
+			a, b := c.Member(survivors[0]), c.Member(survivors[1])
+			if a == nil || b == nil {
+				return
+			}
+			if sa, sb := a.Status(), b.Status(); sa.Leader != "0" && sa.Leader == sb.Leader {
+				return
+			}
+			time.Sleep(200 * time.Millisecond) // let the round's votes land
+			a.SetClock(etcd.ClockRequest{Step: 20})
+		}
+	}()
+
+	// The stream first replays the first election; count what follows the
+	// second step of the clock.
+	seen := map[string]bool{}
+	stepped := false
+	deadline := time.After(5 * time.Second)
+	for !(seen["MsgPreVote"] && seen["MsgVote"] && seen["MsgVoteResp"] && seen["new term"]) {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				t.Fatal("event stream ended")
+			}
+			if e.Kind == etcd.EventClock && e.Detail == "interval 100ms paused=true step=20" {
+				stepped = true
+			}
+			if !stepped {
+				continue
+			}
+			if e.Msg != nil && (e.Kind == etcd.EventSend || e.Kind == etcd.EventRecv) {
+				seen[e.Msg.Type] = true
+			}
+			if e.Kind == etcd.EventLeader && e.Leader != "0" && e.Term > oldTerm {
+				seen["new term"] = true
+			}
+		case <-deadline:
+			t.Fatalf("election not seen on the event stream; saw %v", seen)
+		}
+	}
+	a, b := c.Member(survivors[0]).Status(), c.Member(survivors[1]).Status()
+	if a.Leader != b.Leader || a.Leader == "0" || a.Term <= oldTerm {
+		t.Fatalf("after the stepped election: %s sees leader %s in term %d, %s sees %s in term %d; want one leader above term %d",
+			a.Name, a.Leader, a.Term, b.Name, b.Leader, b.Term, oldTerm)
+	}
+}

@@ -1,0 +1,141 @@
+package etcd
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+// Event kinds on the raft event stream (/debug/klab/events).
+const (
+	EventSend = "send" // a raft message handed to the transport
+	EventRecv = "recv" // a raft message stepped into this member
+	EventDrop = "drop" // a message the network (fault layer) lost
+	// EventUnreachable is a message the transport could not deliver because
+	// the peer did not answer (it is stopped, or its network is gone).
+	EventUnreachable = "unreachable"
+	EventState       = "state"     // this member's raft role changed
+	EventLeader      = "leader"    // this member saw a new leader (or none)
+	EventElection    = "election"  // this member started an election (pre-vote or vote)
+	EventSnapshot    = "snapshot"  // a snapshot was created, sent or installed
+	EventClock       = "clock"     // the raft clock was paused, resumed, stepped or re-timed
+	EventLifecycle   = "lifecycle" // the member started, stopped, paused or resumed
+)
+
+// Event is one thing that happened inside a member, as the UI draws it.
+type Event struct {
+	Seq    uint64    `json:"seq"`
+	Time   time.Time `json:"time"`
+	Member string    `json:"member"`
+	Kind   string    `json:"kind"`
+	// Msg is set for send, recv and drop.
+	Msg *MessageInfo `json:"msg,omitempty"`
+	// State, Term and Leader describe the member after a state, leader or
+	// election event.
+	State  string `json:"state,omitempty"`
+	Term   uint64 `json:"term,omitempty"`
+	Leader string `json:"leader,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// MessageInfo is the part of a raft message worth showing.
+type MessageInfo struct {
+	Type     string `json:"type"` // MsgApp, MsgVote, ... as raftpb names them
+	From     string `json:"from"` // hex member IDs
+	To       string `json:"to"`
+	FromName string `json:"fromName,omitempty"`
+	ToName   string `json:"toName,omitempty"`
+	Term     uint64 `json:"term"`
+	LogTerm  uint64 `json:"logTerm,omitempty"`
+	Index    uint64 `json:"index,omitempty"`
+	Commit   uint64 `json:"commit,omitempty"`
+	Entries  int    `json:"entries,omitempty"`
+	Reject   bool   `json:"reject,omitempty"`
+}
+
+func hexID(id uint64) string { return strconv.FormatUint(id, 16) }
+
+func messageInfo(m *raftpb.Message, names func(uint64) string) *MessageInfo {
+	return &MessageInfo{
+		Type:     m.GetType().String(),
+		From:     hexID(m.GetFrom()),
+		To:       hexID(m.GetTo()),
+		FromName: names(m.GetFrom()),
+		ToName:   names(m.GetTo()),
+		Term:     m.GetTerm(),
+		LogTerm:  m.GetLogTerm(),
+		Index:    m.GetIndex(),
+		Commit:   m.GetCommit(),
+		Entries:  len(m.GetEntries()),
+		Reject:   m.GetReject(),
+	}
+}
+
+// eventHub keeps the latest events in a ring and fans them out to
+// subscribers. A subscriber that cannot keep up loses events (and is told how
+// many through a gap in Seq) rather than slowing raft down.
+type eventHub struct {
+	mu   sync.Mutex
+	seq  uint64
+	ring []Event
+	next int
+	full bool
+	subs map[chan Event]struct{}
+}
+
+const eventRingSize = 4096
+
+func newEventHub() *eventHub {
+	return &eventHub{ring: make([]Event, eventRingSize), subs: map[chan Event]struct{}{}}
+}
+
+func (h *eventHub) publish(e Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.seq++
+	e.Seq = h.seq
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	h.ring[h.next] = e
+	h.next = (h.next + 1) % len(h.ring)
+	if h.next == 0 {
+		h.full = true
+	}
+	for c := range h.subs {
+		select {
+		case c <- e:
+		default:
+		}
+	}
+}
+
+// subscribe returns the retained events after seq and a channel of the ones
+// that follow. cancel must be called when done.
+func (h *eventHub) subscribe(since uint64) (past []Event, c <-chan Event, cancel func()) {
+	ch := make(chan Event, 1024)
+	h.mu.Lock()
+	n := h.next
+	if h.full {
+		n = len(h.ring)
+	}
+	start := 0
+	if h.full {
+		start = h.next
+	}
+	for i := 0; i < n; i++ {
+		e := h.ring[(start+i)%len(h.ring)]
+		if e.Seq > since {
+			past = append(past, e)
+		}
+	}
+	h.subs[ch] = struct{}{}
+	h.mu.Unlock()
+	return past, ch, func() {
+		h.mu.Lock()
+		delete(h.subs, ch)
+		h.mu.Unlock()
+	}
+}

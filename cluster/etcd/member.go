@@ -1,0 +1,353 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/grpc"
+
+	"github.com/klab-dev/klab/cluster/etcd/lease"
+	"github.com/klab-dev/klab/cluster/etcd/mvcc"
+	"github.com/klab-dev/klab/cluster/etcd/rafthttp"
+)
+
+// ErrStopped is returned to requests that arrive while the member stops.
+var ErrStopped = errors.New("etcd member stopped")
+
+// Member is one etcd member: a raft node, its storage, and the etcd v3 gRPC
+// API on its client port. Create it with NewMember, run it with Start.
+type Member struct {
+	cfg       Config
+	lg        *slog.Logger
+	id        uint64
+	clusterID uint64
+	self      Peer
+
+	db          *bolt.DB
+	store       *mvcc.Store
+	lessor      *lease.Lessor
+	raftStorage *raft.MemoryStorage
+	node        raft.Node
+	transport   *rafthttp.Transport
+	members     *membership
+	clock       *raftClock
+	events      *eventHub
+	wait        *waitList
+	reqID       atomic.Uint64
+
+	// Raft progress as the loop last saw it.
+	applied     atomic.Uint64
+	appliedTerm atomic.Uint64
+	snapIndex   atomic.Uint64
+	term        atomic.Uint64
+	lead        atomic.Uint64
+	raftState   atomic.Value // raft.StateType
+	// ticksSinceLeader counts ticks since this member last heard from its
+	// leader: the election timer the UI draws.
+	ticksSinceLeader atomic.Int64
+	lastLeaderChange atomic.Int64 // unix nanoseconds
+
+	peersMu sync.Mutex
+	peers   map[uint64]string // transport peers: member ID → peer URL
+
+	csMu sync.Mutex
+	cs   *raftpb.ConfState
+
+	appliedNotify *notifier // closed and replaced when applied advances
+	leaderNotify  *notifier // closed and replaced when the leader changes
+	readStatec    chan raft.ReadState
+	readNotifier  atomic.Pointer[readNotifier]
+	readwaitc     chan struct{}
+
+	gate *gate // closed while running; Pause holds it shut
+
+	grpcServer *grpc.Server
+	peerServer *http.Server
+	dbgServer  *http.Server
+	listeners  []net.Listener
+
+	startOnce sync.Once
+	stopOnce  sync.Once
+	doneOnce  sync.Once
+	stopc     chan struct{} // closed to make every goroutine return
+	done      chan struct{} // closed when everything has returned
+	wg        sync.WaitGroup
+	errMu     sync.Mutex
+	err       error
+	started   atomic.Bool
+}
+
+// NewMember checks the configuration and the data dir (refusing a foreign or
+// unreadable one with a message naming the path) but starts nothing.
+func NewMember(cfg Config) (*Member, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	self, _ := cfg.self()
+	m := &Member{
+		cfg:           cfg,
+		lg:            cfg.Logger.With("member", cfg.Name),
+		id:            MemberID(self.PeerURL, cfg.ClusterToken),
+		clusterID:     ClusterID(cfg.InitialCluster, cfg.ClusterToken),
+		self:          self,
+		members:       newMembership(),
+		clock:         newRaftClock(cfg.TickInterval),
+		events:        newEventHub(),
+		wait:          newWaitList(),
+		appliedNotify: newNotifier(),
+		leaderNotify:  newNotifier(),
+		readStatec:    make(chan raft.ReadState, 1),
+		readwaitc:     make(chan struct{}, 1),
+		gate:          newGate(),
+		stopc:         make(chan struct{}),
+		done:          make(chan struct{}),
+	}
+	m.raftState.Store(raft.StateFollower)
+	m.readNotifier.Store(newReadNotifier())
+	// Request IDs: the member ID's low 16 bits, then a time-seeded counter,
+	// so IDs from different members and restarts do not collide.
+	m.reqID.Store(uint64(time.Now().UnixNano()) & (1<<48 - 1))
+	if err := checkDataDir(cfg.DataDir); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// checkDataDir makes sure the data dir is a directory this process can use.
+func checkDataDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("create data dir %s: %w", dir, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("data dir %s is unreadable: %w", dir, err)
+	case !fi.IsDir():
+		return fmt.Errorf("data dir %s is not a directory", dir)
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("data dir %s is unreadable: %w", dir, err)
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("data dir %s is unreadable: %w", dir, err)
+	}
+	for _, n := range names {
+		switch n {
+		case dbFileName, "snap":
+		default:
+			return fmt.Errorf("data dir %s is not a klab etcd data dir: unexpected %q (use an empty directory)", dir, n)
+		}
+	}
+	return nil
+}
+
+const dbFileName = "member.db"
+
+func (m *Member) dbPath() string { return filepath.Join(m.cfg.DataDir, dbFileName) }
+
+// Name returns the member's name.
+func (m *Member) Name() string { return m.cfg.Name }
+
+// ID returns the member's raft ID.
+func (m *Member) ID() uint64 { return m.id }
+
+// ClusterID returns the ID of the cluster the member belongs to.
+func (m *Member) ClusterID() uint64 { return m.clusterID }
+
+// ClientURL returns the URL clients use (gRPC).
+func (m *Member) ClientURL() string { return m.self.ClientURL }
+
+// PeerURL returns the URL other members use (raft, debug).
+func (m *Member) PeerURL() string { return m.self.PeerURL }
+
+// Done is closed when the member has stopped, for whatever reason; Err then
+// says why (nil after Stop or Kill).
+func (m *Member) Done() <-chan struct{} { return m.done }
+
+// Err returns the error that stopped the member, if any.
+func (m *Member) Err() error {
+	m.errMu.Lock()
+	defer m.errMu.Unlock()
+	return m.err
+}
+
+// fail stops the member because something it cannot recover from happened
+// (a failed disk write). The error is kept for Err.
+func (m *Member) fail(err error) {
+	m.errMu.Lock()
+	if m.err == nil {
+		m.err = err
+	}
+	m.errMu.Unlock()
+	m.lg.Error("member failed, stopping", "err", err)
+	go m.shutdown(false)
+}
+
+// Start opens storage, starts listening on the client and peer addresses and
+// runs raft. It returns once the member serves; ctx only bounds the start.
+func (m *Member) Start(ctx context.Context) (err error) {
+	started := false
+	m.startOnce.Do(func() { started = true })
+	if !started {
+		return fmt.Errorf("start etcd member %s: already started", m.cfg.Name)
+	}
+	defer func() {
+		if err != nil {
+			m.closeAll()
+			if m.node != nil {
+				m.node.Stop()
+			}
+			if m.db != nil {
+				m.db.Close()
+			}
+			m.closeDone()
+		}
+	}()
+	bs, err := m.openStorage(ctx)
+	if err != nil {
+		return fmt.Errorf("start etcd member %s: %w", m.cfg.Name, err)
+	}
+	if err := m.listen(); err != nil {
+		return fmt.Errorf("start etcd member %s: %w", m.cfg.Name, err)
+	}
+	if err := m.startRaft(bs); err != nil {
+		return fmt.Errorf("start etcd member %s: %w", m.cfg.Name, err)
+	}
+	m.serve()
+	m.started.Store(true)
+	if m.cfg.NoFsync {
+		m.lg.Warn("fsync is off: writes are not durable across power loss (demo mode)")
+	}
+	m.events.publish(Event{Member: m.cfg.Name, Kind: EventLifecycle, Detail: "started"})
+	return nil
+}
+
+// Stop shuts the member down gracefully. Safe to call more than once.
+func (m *Member) Stop() error {
+	m.shutdown(true)
+	<-m.done
+	return nil
+}
+
+// Kill stops the member abruptly, as kill -9 would: listeners close and the
+// raft loop stops at once. Nothing beyond already committed bbolt
+// transactions survives, which is exactly what a crash leaves behind.
+func (m *Member) Kill() {
+	m.shutdown(false)
+	<-m.done
+}
+
+// Pause freezes the member like docker pause: its clock stops, it stops
+// handling raft messages and client requests (they wait). Resume undoes it.
+func (m *Member) Pause() {
+	if m.gate.shut() {
+		m.clock.freeze(true)
+		m.events.publish(Event{Member: m.cfg.Name, Kind: EventLifecycle, Detail: "paused"})
+	}
+}
+
+// Resume lets a paused member run again.
+func (m *Member) Resume() {
+	if m.gate.open() {
+		m.clock.freeze(false)
+		m.events.publish(Event{Member: m.cfg.Name, Kind: EventLifecycle, Detail: "resumed"})
+	}
+}
+
+// Paused reports whether the member is paused.
+func (m *Member) Paused() bool { return m.gate.isShut() }
+
+func (m *Member) shutdown(graceful bool) {
+	m.stopOnce.Do(func() {
+		if !m.started.Load() {
+			// Never started, or Start failed and cleaned up after itself.
+			m.startOnce.Do(func() {})
+			m.closeDone()
+			return
+		}
+		m.events.publish(Event{Member: m.cfg.Name, Kind: EventLifecycle, Detail: "stopping"})
+		go func() {
+			// Closing stopc first ends watch streams and fails waiting
+			// proposals with ErrStopped, so that a graceful stop only has
+			// to wait for requests already being answered.
+			close(m.stopc)
+			m.gate.open() // a paused member must be able to stop
+			if graceful && m.grpcServer != nil {
+				t := time.AfterFunc(time.Second, m.grpcServer.Stop)
+				m.grpcServer.GracefulStop()
+				t.Stop()
+			}
+			m.closeAll()
+			m.wg.Wait()
+			if m.node != nil {
+				m.node.Stop()
+			}
+			if m.db != nil {
+				if err := m.db.Close(); err != nil {
+					m.lg.Warn("close db", "err", err)
+				}
+			}
+			m.closeDone()
+		}()
+	})
+}
+
+func (m *Member) closeDone() { m.doneOnce.Do(func() { close(m.done) }) }
+
+// closeAll closes listeners, servers and the transport.
+func (m *Member) closeAll() {
+	if m.grpcServer != nil {
+		m.grpcServer.Stop()
+	}
+	if m.peerServer != nil {
+		m.peerServer.Close()
+	}
+	if m.dbgServer != nil {
+		m.dbgServer.Close()
+	}
+	for _, l := range m.listeners {
+		l.Close()
+	}
+	if m.transport != nil {
+		m.transport.Stop()
+	}
+	m.wait.failAll(ErrStopped)
+}
+
+func (m *Member) setConfState(cs *raftpb.ConfState) {
+	m.csMu.Lock()
+	m.cs = cs
+	m.csMu.Unlock()
+}
+
+func (m *Member) confState() *raftpb.ConfState {
+	m.csMu.Lock()
+	defer m.csMu.Unlock()
+	if m.cs == nil {
+		return &raftpb.ConfState{}
+	}
+	return m.cs
+}
+
+func (m *Member) raftStateString() string {
+	st, _ := m.raftState.Load().(raft.StateType)
+	return st.String()
+}

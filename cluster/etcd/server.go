@@ -1,0 +1,133 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
+)
+
+// supported is what klab's etcd implements, named in every Unimplemented
+// error so that a user knows what does work.
+const supported = "klab's etcd supports KV (Range, Put, DeleteRange, Txn, Compact), Watch, " +
+	"Lease (Grant, Revoke, KeepAlive, TimeToLive, Leases), Cluster (MemberList, MemberAdd, MemberRemove, MemberUpdate, MemberPromote) " +
+	"and Maintenance (Status, Snapshot, MoveLeader, Alarm GET)"
+
+func unimplemented(what string) error {
+	return status.Errorf(codes.Unimplemented, "%s is not implemented; %s", what, supported)
+}
+
+// listen opens the client, peer and (optional) debug listeners.
+func (m *Member) listen() error {
+	addrs := []string{m.cfg.ClientListen, m.cfg.PeerListen}
+	if m.cfg.DebugListen != "" {
+		addrs = append(addrs, m.cfg.DebugListen)
+	}
+	for _, a := range addrs {
+		l, err := net.Listen("tcp", a)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", a, err)
+		}
+		m.listeners = append(m.listeners, l)
+	}
+	return nil
+}
+
+// serve starts the gRPC server, the peer HTTP server and the raft loops.
+func (m *Member) serve() {
+	m.grpcServer = grpc.NewServer(
+		grpc.MaxRecvMsgSize(m.cfg.MaxRequestBytes+512*1024),
+		grpc.MaxSendMsgSize(math.MaxInt32),
+		grpc.MaxConcurrentStreams(math.MaxUint32),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Second, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Hour, Timeout: 20 * time.Second}),
+		grpc.ChainUnaryInterceptor(m.unaryInterceptor),
+		grpc.ChainStreamInterceptor(m.streamInterceptor),
+		grpc.UnknownServiceHandler(func(srv any, stream grpc.ServerStream) error {
+			method, _ := grpc.MethodFromServerStream(stream)
+			return unimplemented(method)
+		}),
+	)
+	pb.RegisterKVServer(m.grpcServer, &kvServer{m: m})
+	pb.RegisterWatchServer(m.grpcServer, &watchServer{m: m})
+	pb.RegisterLeaseServer(m.grpcServer, &leaseServer{m: m})
+	pb.RegisterClusterServer(m.grpcServer, &clusterServer{m: m})
+	pb.RegisterMaintenanceServer(m.grpcServer, &maintenanceServer{m: m})
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(m.grpcServer, hs)
+
+	mux := http.NewServeMux()
+	mux.Handle("/raft/", m.transport.Handler())
+	mux.HandleFunc("GET /klab/cluster", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, clusterInfo{ClusterID: hexID(m.clusterID), MemberID: hexID(m.id)})
+	})
+	mux.HandleFunc("POST /klab/lease/keepalive", m.serveLeaseForward(true))
+	mux.HandleFunc("POST /klab/lease/ttl", m.serveLeaseForward(false))
+	m.registerDebug(mux)
+	m.peerServer = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.grpcServer.Serve(m.listeners[0])
+	}()
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.peerServer.Serve(m.listeners[1])
+	}()
+	if len(m.listeners) > 2 {
+		dmux := http.NewServeMux()
+		m.registerDebug(dmux)
+		m.dbgServer = &http.Server{Handler: dmux, ReadHeaderTimeout: 5 * time.Second}
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			m.dbgServer.Serve(m.listeners[2])
+		}()
+	}
+	m.wg.Add(4)
+	go m.run()
+	go func() {
+		defer m.wg.Done()
+		m.clock.run(m.stopc)
+	}()
+	go m.readLoop()
+	go m.leaseLoop()
+}
+
+// unaryInterceptor holds requests while the member is paused and makes
+// Unimplemented errors say what klab supports.
+func (m *Member) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if err := m.gate.pass(ctx); err != nil {
+		return nil, contextError(err)
+	}
+	resp, err := handler(ctx, req)
+	if s, ok := status.FromError(err); ok && s.Code() == codes.Unimplemented && !strings.Contains(s.Message(), "klab") {
+		return nil, unimplemented(info.FullMethod)
+	}
+	return resp, err
+}
+
+func (m *Member) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if err := m.gate.pass(ss.Context()); err != nil {
+		return contextError(err)
+	}
+	err := handler(srv, ss)
+	if s, ok := status.FromError(err); ok && s.Code() == codes.Unimplemented && !strings.Contains(s.Message(), "klab") {
+		return unimplemented(info.FullMethod)
+	}
+	return err
+}

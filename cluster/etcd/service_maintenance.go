@@ -1,0 +1,142 @@
+package etcd
+
+import (
+	"context"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"go.etcd.io/etcd/api/v3/version"
+	"go.etcd.io/raft/v3"
+)
+
+// maintenanceServer is the etcd v3 Maintenance service.
+type maintenanceServer struct {
+	pb.UnimplementedMaintenanceServer
+	m *Member
+}
+
+// Status reports what etcdctl endpoint status prints. Version is the etcd
+// API version klab's member implements.
+func (s *maintenanceServer) Status(ctx context.Context, r *pb.StatusRequest) (*pb.StatusResponse, error) {
+	st := s.m.node.Status()
+	resp := &pb.StatusResponse{
+		Header:           &pb.ResponseHeader{},
+		Version:          version.Version,
+		DbSize:           s.m.dbSize(),
+		DbSizeInUse:      s.m.dbSize(),
+		Leader:           st.Lead,
+		RaftIndex:        st.HardState.GetCommit(),
+		RaftTerm:         st.HardState.GetTerm(),
+		RaftAppliedIndex: s.m.applied.Load(),
+		IsLearner:        s.m.isLearner(),
+	}
+	if st.Lead == raft.None {
+		resp.Errors = append(resp.Errors, rpctypes.ErrNoLeader.Error())
+	}
+	s.m.fillHeader(resp.Header)
+	return resp, nil
+}
+
+func (m *Member) isLearner() bool {
+	mi := m.members.get(m.id)
+	return mi != nil && mi.IsLearner
+}
+
+// snapshotChunk is the size of one Snapshot response, as in etcd.
+const snapshotChunk = 32 * 1024
+
+// Snapshot streams the key-value state as a bbolt database followed by its
+// SHA-256, which is what etcdctl snapshot save expects.
+func (s *maintenanceServer) Snapshot(r *pb.SnapshotRequest, stream pb.Maintenance_SnapshotServer) error {
+	w := &snapshotWriter{stream: stream, m: s.m}
+	if _, err := s.m.writeSnapshotStream(stream.Context(), w); err != nil {
+		return err
+	}
+	return w.flush()
+}
+
+// snapshotWriter cuts the stream into chunks. RemainingBytes is not known in
+// advance for the trailing checksum, so each chunk reports what follows it
+// in the database file plus the checksum.
+type snapshotWriter struct {
+	stream pb.Maintenance_SnapshotServer
+	m      *Member
+	buf    []byte
+	sent   bool
+}
+
+func (w *snapshotWriter) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	for len(w.buf) > snapshotChunk {
+		if err := w.send(w.buf[:snapshotChunk], uint64(len(w.buf)-snapshotChunk)); err != nil {
+			return 0, err
+		}
+		w.buf = w.buf[snapshotChunk:]
+	}
+	return len(p), nil
+}
+
+func (w *snapshotWriter) send(blob []byte, remaining uint64) error {
+	resp := &pb.SnapshotResponse{Header: &pb.ResponseHeader{}, RemainingBytes: remaining, Blob: append([]byte(nil), blob...)}
+	if !w.sent {
+		resp.Version = version.Version
+		w.sent = true
+	}
+	w.m.fillHeader(resp.Header)
+	return w.stream.Send(resp)
+}
+
+func (w *snapshotWriter) flush() error {
+	if len(w.buf) == 0 && w.sent {
+		return nil
+	}
+	err := w.send(w.buf, 0)
+	w.buf = nil
+	return err
+}
+
+// MoveLeader hands leadership to another voting member (etcdctl
+// move-leader). It must be asked of the current leader.
+func (s *maintenanceServer) MoveLeader(ctx context.Context, r *pb.MoveLeaderRequest) (*pb.MoveLeaderResponse, error) {
+	target := r.GetTargetID()
+	if !s.m.isLeader() {
+		return nil, rpctypes.ErrGRPCNotLeader
+	}
+	mi := s.m.members.get(target)
+	if mi == nil || mi.IsLearner {
+		return nil, rpctypes.ErrGRPCBadLeaderTransferee
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.m.requestTimeout())
+	defer cancel()
+	s.m.node.TransferLeadership(ctx, s.m.id, target)
+	for {
+		c := s.m.leaderNotify.wait()
+		if s.m.lead.Load() == target {
+			resp := &pb.MoveLeaderResponse{Header: &pb.ResponseHeader{}}
+			s.m.fillHeader(resp.Header)
+			return resp, nil
+		}
+		select {
+		case <-c:
+		case <-time.After(s.m.electionTimeout()):
+			// Ask again in case the transfer request was lost.
+			if s.m.isLeader() {
+				s.m.node.TransferLeadership(ctx, s.m.id, target)
+			}
+		case <-ctx.Done():
+			return nil, rpctypes.ErrGRPCTimeoutDueToLeaderFail
+		}
+	}
+}
+
+// Alarm lists alarms. klab raises none (it has no space quota), so the list
+// is always empty; activating or deactivating one is not supported.
+func (s *maintenanceServer) Alarm(ctx context.Context, r *pb.AlarmRequest) (*pb.AlarmResponse, error) {
+	if r.GetAction() != pb.AlarmRequest_GET {
+		return nil, unimplemented("Alarm " + r.GetAction().String())
+	}
+	resp := &pb.AlarmResponse{Header: &pb.ResponseHeader{}}
+	s.m.fillHeader(resp.Header)
+	return resp, nil
+}
