@@ -1,0 +1,175 @@
+package lab
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/klab-dev/klab/cluster/etcd"
+	"github.com/klab-dev/klab/cluster/etcd/etcdtest"
+)
+
+// membersOfTest describes an etcdtest cluster as cluster.json would.
+func membersOfTest(c *etcdtest.Cluster) []MemberInfo {
+	out := make([]MemberInfo, len(c.Peers))
+	for i, p := range c.Peers {
+		out[i] = MemberInfo{Name: p.Name, PeerURL: p.PeerURL, ClientURL: p.ClientURL, DebugURL: p.PeerURL + "/debug/klab"}
+	}
+	return out
+}
+
+// awaitObservation reads observations until match returns true or the
+// deadline passes, checking that Seq grows by one each time.
+func awaitObservation(t *testing.T, obs <-chan Observation, lastSeq *uint64, what string, match func(Observation) bool) Observation {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case o, ok := <-obs:
+			if !ok {
+				t.Fatalf("observations closed while waiting for %s", what)
+			}
+			if h := o.Header(); h.Seq != *lastSeq+1 {
+				t.Fatalf("observation seq %d follows %d", h.Seq, *lastSeq)
+			}
+			*lastSeq = o.Header().Seq
+			if match(o) {
+				return o
+			}
+		case <-deadline:
+			t.Fatalf("no observation of %s within 10s", what)
+		}
+	}
+}
+
+func TestObserverFollowsRealCluster(t *testing.T) {
+	c := etcdtest.New(t, 3, nil)
+	leader := c.WaitLeader(10 * time.Second)
+	leaderName := c.Peers[leader].Name
+
+	ctx, cancel := context.WithCancel(context.Background())
+	o := NewObserver(membersOfTest(c), ObserverOptions{})
+	done := make(chan error, 1)
+	go func() { done <- o.Run(ctx) }()
+	obs := o.Observations()
+	var seq uint64
+
+	t.Run("reports the leader", func(t *testing.T) {
+		got := awaitObservation(t, obs, &seq, "the leader's status", func(o Observation) bool {
+			s, ok := o.(*StatusObservation)
+			return ok && s.Member == leaderName && s.Status.State == "StateLeader"
+		}).(*StatusObservation)
+		if got.Status.Term == 0 || len(got.Status.Progress) != 2 {
+			t.Errorf("leader status term %d with %d followers' progress, want a term and 2", got.Status.Term, len(got.Status.Progress))
+		}
+	})
+
+	t.Run("receives messages as they are sent", func(t *testing.T) {
+		got := awaitObservation(t, obs, &seq, "a heartbeat sent by the leader", func(o Observation) bool {
+			e, ok := o.(*EventObservation)
+			return ok && e.Event.Kind == etcd.EventSend && e.Event.Msg != nil && e.Event.Msg.Type == "MsgHeartbeat"
+		}).(*EventObservation)
+		if got.Member != leaderName || got.Event.Msg.FromName != leaderName {
+			t.Errorf("heartbeat observed from %s (sent by %s), want %s", got.Member, got.Event.Msg.FromName, leaderName)
+		}
+		awaitObservation(t, obs, &seq, "a heartbeat received by a follower", func(o Observation) bool {
+			e, ok := o.(*EventObservation)
+			return ok && e.Member != leaderName && e.Event.Kind == etcd.EventRecv && e.Event.Msg != nil && e.Event.Msg.Type == "MsgHeartbeat"
+		})
+	})
+
+	victim := (leader + 1) % 3
+	victimName := c.Peers[victim].Name
+	t.Run("notices a killed member", func(t *testing.T) {
+		c.Kill(victim)
+		awaitObservation(t, obs, &seq, victimName+" unreachable", func(o Observation) bool {
+			u, ok := o.(*UnreachableObservation)
+			return ok && u.Member == victimName && u.Err != nil
+		})
+	})
+
+	t.Run("follows the restarted member", func(t *testing.T) {
+		if err := c.Start(victim); err != nil {
+			t.Fatal(err)
+		}
+		awaitObservation(t, obs, &seq, victimName+" starting again", func(o Observation) bool {
+			e, ok := o.(*EventObservation)
+			return ok && e.Member == victimName && e.Event.Kind == etcd.EventLifecycle && e.Event.Detail == "started"
+		})
+		awaitObservation(t, obs, &seq, victimName+" following the leader", func(o Observation) bool {
+			s, ok := o.(*StatusObservation)
+			return ok && s.Member == victimName && s.Status.State == "StateFollower" && s.Status.Leader != "0"
+		})
+	})
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != context.Canceled {
+			t.Errorf("Run = %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+	for range obs {
+		// Drain: the channel must close.
+	}
+}
+
+func TestEventCursor(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	tests := []struct {
+		name     string
+		cur      eventCursor
+		event    etcd.Event
+		wantOK   bool
+		wantLost uint64
+	}{
+		{"old event before observing began", eventCursor{seq: math.MaxUint64, time: at(10)}, etcd.Event{Seq: 5, Time: at(9)}, false, 0},
+		{"first event after observing began", eventCursor{seq: math.MaxUint64, time: at(10)}, etcd.Event{Seq: 7, Time: at(11)}, true, 0},
+		{"next event", eventCursor{seq: 7, time: at(11)}, etcd.Event{Seq: 8, Time: at(12)}, true, 0},
+		{"replayed event", eventCursor{seq: 7, time: at(11)}, etcd.Event{Seq: 6, Time: at(10)}, false, 0},
+		{"same event again", eventCursor{seq: 7, time: at(11)}, etcd.Event{Seq: 7, Time: at(11)}, false, 0},
+		{"events dropped in between", eventCursor{seq: 7, time: at(11)}, etcd.Event{Seq: 10, Time: at(12)}, true, 2},
+		{"restarted member from its first event", eventCursor{seq: 70, time: at(11)}, etcd.Event{Seq: 1, Time: at(20)}, true, 0},
+		{"restarted member whose ring overflowed", eventCursor{seq: 70, time: at(11)}, etcd.Event{Seq: 5, Time: at(20)}, true, 4},
+		{"replay from the start", eventCursor{}, etcd.Event{Seq: 1, Time: at(1)}, true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cur := tt.cur
+			ok, lost := cur.accept(tt.event)
+			if ok != tt.wantOK || lost != tt.wantLost {
+				t.Errorf("accept = %v, lost %d; want %v, lost %d", ok, lost, tt.wantOK, tt.wantLost)
+			}
+			if ok && (cur.seq != tt.event.Seq || !cur.time.Equal(tt.event.Time)) {
+				t.Errorf("cursor not moved to the accepted event: %+v", cur)
+			}
+		})
+	}
+}
+
+func TestPollInterval(t *testing.T) {
+	tests := []struct {
+		name      string
+		reachable bool
+		clock     etcd.ClockStatus
+		want      time.Duration
+	}{
+		{"real time", true, etcd.ClockStatus{TickIntervalMS: 100}, 100 * time.Millisecond},
+		{"slowed down", true, etcd.ClockStatus{TickIntervalMS: 500}, 500 * time.Millisecond},
+		{"very slow", true, etcd.ClockStatus{TickIntervalMS: 10000}, time.Second},
+		{"faster than a gap", true, etcd.ClockStatus{TickIntervalMS: 10}, refreshGap},
+		{"paused", true, etcd.ClockStatus{TickIntervalMS: 100, Paused: true}, time.Second},
+		{"unreachable", false, etcd.ClockStatus{TickIntervalMS: 100}, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := pollInterval(tt.reachable, etcd.Status{Clock: tt.clock}); got != tt.want {
+				t.Errorf("pollInterval = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

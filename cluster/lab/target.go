@@ -1,0 +1,136 @@
+package lab
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/cluster/runtime"
+)
+
+// TargetLeader names whichever member is the etcd leader at the moment of
+// the call.
+const TargetLeader = "leader"
+
+// Target is what a chaos operation acts on: a whole node, or one component
+// on it.
+type Target struct {
+	Node string `json:"node"`
+	// Component is empty for the whole node.
+	Component string `json:"component,omitempty"`
+	// Leader is set when the target was given as "leader".
+	Leader bool `json:"leader,omitempty"`
+}
+
+// String returns "master-2" for a node and "master-2/etcd" for a component.
+func (t Target) String() string {
+	if t.Component == "" {
+		return t.Node
+	}
+	return t.Node + "/" + t.Component
+}
+
+// nodeComponents is what target resolution needs to know about a node.
+type nodeComponents struct {
+	Node       string
+	Components []string
+}
+
+// topologyOf groups the refs by node, keeping their order.
+func topologyOf(refs []runtime.Ref) []nodeComponents {
+	var topo []nodeComponents
+	index := map[string]int{}
+	for _, r := range refs {
+		i, ok := index[r.Node]
+		if !ok {
+			i = len(topo)
+			index[r.Node] = i
+			topo = append(topo, nodeComponents{Node: r.Node})
+		}
+		topo[i].Components = append(topo[i].Components, r.Component)
+	}
+	return topo
+}
+
+// validTargets lists every name a chaos target can take in the cluster, in
+// the order a user would scan them: leader, then per node the node, its
+// components, and the etcd-N shorthand.
+func validTargets(topo []nodeComponents) []string {
+	out := []string{TargetLeader}
+	for _, n := range topo {
+		out = append(out, n.Node)
+		for _, c := range n.Components {
+			out = append(out, n.Node+"/"+c)
+		}
+		if short, ok := etcdShorthand(n); ok {
+			out = append(out, short)
+		}
+	}
+	return out
+}
+
+// etcdShorthand returns "etcd-N" for master-N when it runs etcd.
+func etcdShorthand(n nodeComponents) (string, bool) {
+	idx, ok := strings.CutPrefix(n.Node, runtime.RoleMaster+"-")
+	if !ok {
+		return "", false
+	}
+	for _, c := range n.Components {
+		if c == runtime.ComponentEtcd {
+			return runtime.ComponentEtcd + "-" + idx, true
+		}
+	}
+	return "", false
+}
+
+// resolveTarget turns a target as the user wrote it into a Target. leader is
+// called only for "leader", and returns the leader's node name.
+func resolveTarget(s string, topo []nodeComponents, leader func() (string, error)) (Target, error) {
+	s = strings.TrimSpace(s)
+	given := s
+	if s == TargetLeader {
+		node, err := leader()
+		if err != nil {
+			return Target{}, err
+		}
+		return Target{Node: node, Component: runtime.ComponentEtcd, Leader: true}, nil
+	}
+	// etcd-N is master-N/etcd, as in DESIGN's naming.
+	if idx, ok := strings.CutPrefix(s, runtime.ComponentEtcd+"-"); ok {
+		if _, err := strconv.Atoi(idx); err == nil {
+			s = runtime.RoleMaster + "-" + idx + "/" + runtime.ComponentEtcd
+		}
+	}
+	node, comp, hasComp := strings.Cut(s, "/")
+	for _, n := range topo {
+		if n.Node != node {
+			continue
+		}
+		if !hasComp {
+			return Target{Node: node}, nil
+		}
+		for _, c := range n.Components {
+			if c == comp {
+				return Target{Node: node, Component: comp}, nil
+			}
+		}
+	}
+	return Target{}, i18n.NewError("lab.err.unknown-target", given, strings.Join(validTargets(topo), ", "))
+}
+
+// refsOf returns the components a target covers: the one component, or
+// every component of the node.
+func refsOf(t Target, topo []nodeComponents) []runtime.Ref {
+	if t.Component != "" {
+		return []runtime.Ref{{Node: t.Node, Component: t.Component}}
+	}
+	var refs []runtime.Ref
+	for _, n := range topo {
+		if n.Node == t.Node {
+			for _, c := range n.Components {
+				refs = append(refs, runtime.Ref{Node: n.Node, Component: c})
+			}
+		}
+	}
+	return refs
+}

@@ -1,0 +1,328 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/cluster/etcd"
+	"github.com/klab-dev/klab/cluster/runtime"
+	"github.com/klab-dev/klab/cluster/runtime/local"
+)
+
+// Upstream etcd ports: every member listens on them when its node has them
+// free (always in Docker; in the local runtime when no other cluster holds
+// them on that loopback address).
+const (
+	etcdClientPort = 2379
+	etcdPeerPort   = 2380
+)
+
+// DefaultLeaderTimeout bounds the wait for the first leader. An election
+// takes about a second with etcd's timings; the margin is for slow disks and
+// busy laptops.
+const DefaultLeaderTimeout = 60 * time.Second
+
+// Options tunes Up.
+type Options struct {
+	// Progress receives step events; nil discards them.
+	Progress Progress
+	// Logger receives klab's own log; nil discards it.
+	Logger *slog.Logger
+	// LeaderTimeout bounds the wait for a leader; zero means
+	// DefaultLeaderTimeout.
+	LeaderTimeout time.Duration
+}
+
+// Cluster is a cluster run by this process, from Up until Close.
+type Cluster struct {
+	spec    Spec
+	dir     string
+	rt      runtime.Runtime
+	logger  *slog.Logger
+	members []MemberInfo
+	topo    []nodeComponents
+	info    atomic.Pointer[Info]
+	phase   atomic.Value // string
+	ctl     *controlServer
+
+	// opMu serialises chaos operations and Close.
+	opMu sync.Mutex
+
+	shutdownOnce   sync.Once
+	shutdown       chan struct{}
+	shutdownReason atomic.Value // string
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Up creates the cluster described by spec and starts it, reporting each
+// step to opts.Progress, and returns once an etcd leader is elected and
+// cluster.json is written. The cluster then runs in this process until
+// Close; other processes reach it through the control socket.
+//
+// A state dir kept from a previous run of the same shape (klab down
+// --keep-data, or a `klab up` that was stopped) is started again on its data
+// and addresses. If a step fails, everything Up made is undone: members are
+// stopped and, for a new cluster, its state dir is removed.
+func Up(ctx context.Context, spec Spec, opts Options) (_ *Cluster, err error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	rtName, err := resolveRuntime(spec.Runtime)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := StateDir(spec.Name)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, i18n.Wrap(err, "lab.err.state-dir", dir)
+	}
+	ln, err := listenControl(dir, spec.Name)
+	if err != nil {
+		return nil, err
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Cluster{spec: spec, dir: dir, logger: logger, shutdown: make(chan struct{})}
+	c.phase.Store(PhaseStarting)
+	c.shutdownReason.Store("")
+	c.rt = local.New(local.Options{Cluster: spec.Name, Dir: dir, Logger: logger})
+	c.ctl = serveControl(ln, c)
+
+	// A shutdown request while starting (klab down from another terminal)
+	// aborts the start.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.shutdown:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+
+	prev, err := c.previous(rtName)
+	if err != nil {
+		c.ctl.close()
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			c.rollback(prev == nil)
+		}
+	}()
+
+	p := opts.Progress
+	nodes := make([]runtime.Node, spec.Masters)
+	if err := p.step(i18n.M("up.step.nodes", spec.Masters, rtName), func() error {
+		return c.createNodes(ctx, nodes, prev)
+	}); err != nil {
+		return nil, err
+	}
+	c.members = membersOf(nodes, c.token())
+	for _, m := range c.members {
+		c.topo = append(c.topo, nodeComponents{Node: m.Name, Components: []string{runtime.ComponentEtcd}})
+	}
+	if err := p.step(i18n.M("up.step.etcd", len(c.members)), func() error {
+		return c.startMembers(ctx, nodes)
+	}); err != nil {
+		return nil, err
+	}
+	timeout := opts.LeaderTimeout
+	if timeout == 0 {
+		timeout = DefaultLeaderTimeout
+	}
+	if err := p.step(i18n.M("up.step.leader"), func() error {
+		return waitLeader(ctx, c.members, timeout)
+	}); err != nil {
+		return nil, err
+	}
+	info := c.newInfo(rtName, nodes, prev)
+	if err := p.step(i18n.M("up.step.info", filepath.Join(dir, InfoFile)), func() error {
+		return writeInfo(dir, info)
+	}); err != nil {
+		return nil, err
+	}
+	c.info.Store(info)
+	c.phase.Store(PhaseReady)
+	return c, nil
+}
+
+// previous loads the cluster kept in the state dir, if any, and checks that
+// it has the shape asked for now. A state dir holding nodes but no
+// cluster.json is what a run that died before its cluster was ready leaves
+// behind: its data is unusable and is cleared.
+func (c *Cluster) previous(rtName string) (*Info, error) {
+	prev, err := readInfo(c.dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.RemoveAll(filepath.Join(c.dir, "nodes")); err != nil {
+			return nil, i18n.Wrap(err, "lab.err.state-dir", c.dir)
+		}
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	if prev.Spec.Masters != c.spec.Masters || prev.Runtime != rtName || len(prev.Nodes) != prev.Spec.Masters {
+		return nil, i18n.NewError("lab.err.state-mismatch", c.spec.Name, prev.Spec.Masters, prev.Runtime, c.spec.Masters, rtName)
+	}
+	return prev, nil
+}
+
+func (c *Cluster) token() string { return "klab-" + c.spec.Name }
+
+func (c *Cluster) createNodes(ctx context.Context, nodes []runtime.Node, prev *Info) error {
+	for i := range nodes {
+		spec := runtime.NodeSpec{
+			Name:  runtime.RoleMaster + "-" + strconv.Itoa(i+1),
+			Role:  runtime.RoleMaster,
+			Index: i + 1,
+			Ports: []runtime.Port{{Name: "etcd-client", Default: etcdClientPort}, {Name: "etcd-peer", Default: etcdPeerPort}},
+		}
+		if prev != nil {
+			spec.Reuse = &prev.Nodes[i]
+		}
+		n, err := c.rt.CreateNode(ctx, spec)
+		if err != nil {
+			return err
+		}
+		nodes[i] = n
+	}
+	return nil
+}
+
+// membersOf derives each master's etcd member from its node: named after
+// the node, listening on the node's etcd ports.
+func membersOf(nodes []runtime.Node, token string) []MemberInfo {
+	members := make([]MemberInfo, len(nodes))
+	for i, n := range nodes {
+		peer := n.URL("etcd-peer")
+		members[i] = MemberInfo{
+			Name:      n.Name,
+			ID:        fmt.Sprintf("%x", etcd.MemberID(peer, token)),
+			PeerURL:   peer,
+			ClientURL: n.URL("etcd-client"),
+			DebugURL:  peer + "/debug/klab",
+		}
+	}
+	return members
+}
+
+func (c *Cluster) startMembers(ctx context.Context, nodes []runtime.Node) error {
+	peers := make([]etcd.Peer, len(c.members))
+	for i, m := range c.members {
+		peers[i] = etcd.Peer{Name: m.Name, PeerURL: m.PeerURL, ClientURL: m.ClientURL}
+	}
+	for i, m := range c.members {
+		cfg := etcd.Config{
+			Name:           m.Name,
+			ClusterToken:   c.token(),
+			InitialCluster: peers,
+			ClientListen:   fmt.Sprintf("%s:%d", nodes[i].Host, nodes[i].Ports["etcd-client"]),
+			PeerListen:     fmt.Sprintf("%s:%d", nodes[i].Host, nodes[i].Ports["etcd-peer"]),
+			NoFsync:        c.spec.NoFsync,
+		}
+		if err := c.rt.CreateComponent(ctx, runtime.ComponentSpec{Ref: m.Ref(), Etcd: &cfg}); err != nil {
+			return err
+		}
+	}
+	// Members start together, as a new etcd cluster's members do: none can
+	// elect a leader alone.
+	errs := make([]error, len(c.members))
+	var wg sync.WaitGroup
+	for i, m := range c.members {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.rt.Start(ctx, m.Ref())
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// waitLeader waits until one member reports itself leader and a quorum of
+// members follow it. Members publish no "leader elected" event across
+// processes, so this polls their status every 50 ms until the deadline.
+func waitLeader(ctx context.Context, members []MemberInfo, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		answers := fetchAll(ctx, members)
+		if i, ok := leaderOf(answers); ok {
+			id, followers := answers[i].status.ID, 0
+			for _, a := range answers {
+				if a.err == nil && a.status.Leader == id && a.status.Term == answers[i].status.Term {
+					followers++
+				}
+			}
+			if followers >= len(members)/2+1 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return i18n.Wrap(ctx.Err(), "lab.err.leader-timeout", timeout)
+		case <-tick.C:
+		}
+	}
+}
+
+func (c *Cluster) newInfo(rtName string, nodes []runtime.Node, prev *Info) *Info {
+	info := &Info{
+		Version:      infoVersion,
+		Spec:         c.spec,
+		Name:         c.spec.Name,
+		Runtime:      rtName,
+		CreatedAt:    time.Now().UTC(),
+		Members:      c.members,
+		Nodes:        nodes,
+		ClusterToken: c.token(),
+	}
+	if prev != nil {
+		info.CreatedAt = prev.CreatedAt
+	}
+	for _, m := range c.members {
+		info.EtcdEndpoints = append(info.EtcdEndpoints, m.ClientURL)
+	}
+	return info
+}
+
+// rollback undoes a failed Up: components are killed (nothing they hold is
+// worth flushing), and a new cluster's state dir is removed so that no
+// half-made cluster is left behind. A kept cluster keeps its data.
+func (c *Cluster) rollback(fresh bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if fresh {
+		if err := c.rt.Remove(ctx); err != nil {
+			c.logger.Warn("rollback: remove components", "err", err)
+		}
+	} else if infos, err := c.rt.List(ctx); err == nil {
+		for _, ci := range infos {
+			c.rt.Kill(ctx, ci.Ref)
+		}
+	}
+	c.ctl.close()
+	if fresh {
+		// Only an empty dir goes: anything else in it is not ours to drop.
+		os.Remove(c.dir)
+	}
+}

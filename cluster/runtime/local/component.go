@@ -1,0 +1,188 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/klab-dev/klab/cluster/etcd"
+	"github.com/klab-dev/klab/cluster/runtime"
+)
+
+// errNotRunning is wrapped when pausing or resuming a component that is not
+// running: unlike docker, which would refuse too, there is nothing to freeze.
+var errNotRunning = errors.New("component is not running")
+
+// component is one in-process component and its lifecycle. Each start makes a
+// fresh etcd.Member from the same configuration, as restarting a container
+// runs a fresh process on the same data.
+type component struct {
+	spec    runtime.ComponentSpec
+	logPath string
+
+	// mu serialises lifecycle operations and guards the fields below.
+	mu        sync.Mutex
+	state     runtime.State
+	err       error
+	startedAt time.Time
+	member    *etcd.Member
+	logFile   *os.File
+	// stopping is a member being stopped gracefully, which kill can still
+	// cut short.
+	stopping *etcd.Member
+}
+
+func (c *component) info() runtime.ComponentInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	info := runtime.ComponentInfo{Ref: c.spec.Ref, State: c.state, StartedAt: c.startedAt}
+	if c.err != nil {
+		info.Error = c.err.Error()
+	}
+	return info
+}
+
+func (c *component) start(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state == runtime.StateRunning || c.state == runtime.StatePaused {
+		return nil
+	}
+	if c.stopping != nil {
+		return fmt.Errorf("start %s: still stopping", c.spec.Ref)
+	}
+	logFile, err := os.OpenFile(c.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("start %s: open log: %w", c.spec.Ref, err)
+	}
+	cfg := *c.spec.Etcd
+	cfg.Logger = slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	m, err := etcd.NewMember(cfg)
+	if err == nil {
+		err = m.Start(ctx)
+	}
+	if err != nil {
+		logFile.Close()
+		c.state, c.err = runtime.StateExited, err
+		return fmt.Errorf("start %s: %w", c.spec.Ref, err)
+	}
+	c.member, c.logFile = m, logFile
+	c.state, c.err, c.startedAt = runtime.StateRunning, nil, time.Now()
+	go c.watch(m)
+	return nil
+}
+
+// watch notices a member that stops by itself (a fatal storage error, a
+// panic recovered by the member) and records why.
+func (c *component) watch(m *etcd.Member) {
+	done := m.Done()
+	if done == nil {
+		return
+	}
+	<-done
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.member != m {
+		return // stopped or killed on purpose; already recorded
+	}
+	c.state, c.err = runtime.StateExited, m.Err()
+	if c.err == nil {
+		c.err = errors.New("member exited")
+	}
+	c.release()
+}
+
+// release forgets the running member; c.mu is held.
+func (c *component) release() {
+	c.member = nil
+	if c.logFile != nil {
+		c.logFile.Close()
+		c.logFile = nil
+	}
+}
+
+func (c *component) stop() error {
+	c.mu.Lock()
+	m, logFile := c.member, c.logFile
+	if m == nil {
+		if c.state == runtime.StateCreated {
+			c.state = runtime.StateStopped
+		}
+		c.mu.Unlock()
+		return nil
+	}
+	if c.state == runtime.StatePaused {
+		// A graceful stop finishes the current raft round, which a frozen
+		// member cannot do; docker likewise thaws a paused container
+		// before signalling it.
+		m.Resume()
+	}
+	// The member stops outside the lock so that a kill can cut a graceful
+	// stop short, as kill -9 does to a process slow to exit.
+	c.member, c.logFile, c.stopping = nil, nil, m
+	c.state, c.err = runtime.StateStopped, nil
+	c.mu.Unlock()
+
+	err := m.Stop()
+
+	c.mu.Lock()
+	if c.stopping == m {
+		c.stopping = nil
+	}
+	c.mu.Unlock()
+	logFile.Close()
+	if err != nil {
+		return fmt.Errorf("stop %s: %w", c.spec.Ref, err)
+	}
+	return nil
+}
+
+func (c *component) kill() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m := c.stopping; m != nil {
+		m.Kill()
+		c.stopping = nil
+		c.state = runtime.StateKilled
+	}
+	m := c.member
+	if m == nil {
+		return nil
+	}
+	m.Kill()
+	c.release()
+	c.state, c.err = runtime.StateKilled, nil
+	return nil
+}
+
+func (c *component) pause() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch c.state {
+	case runtime.StatePaused:
+		return nil
+	case runtime.StateRunning:
+		c.member.Pause()
+		c.state = runtime.StatePaused
+		return nil
+	}
+	return fmt.Errorf("pause %s: %w (%s)", c.spec.Ref, errNotRunning, c.state)
+}
+
+func (c *component) resume() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch c.state {
+	case runtime.StateRunning:
+		return nil
+	case runtime.StatePaused:
+		c.member.Resume()
+		c.state = runtime.StateRunning
+		return nil
+	}
+	return fmt.Errorf("resume %s: %w (%s)", c.spec.Ref, errNotRunning, c.state)
+}

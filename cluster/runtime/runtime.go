@@ -1,0 +1,179 @@
+// Package runtime defines how klab runs a cluster's components: the Runtime
+// interface and the names it works with.
+//
+// A Runtime is small, on the model of kind's node provider: it creates nodes
+// (a network identity and a place for data), runs components on them, breaks
+// the network between them, and removes everything it made. It knows nothing
+// about what the components do; cluster/lab decides what to run and in what
+// order. Two runtimes implement it: local (every component inside the klab
+// process, each on its own loopback address) and, later, docker (one
+// container per component, sharing its node's network namespace).
+//
+// A Runtime instance belongs to one cluster; it is created for that cluster
+// and its Remove deletes that cluster's objects only.
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/klab-dev/klab/cluster/etcd"
+)
+
+// Node roles.
+const (
+	RoleMaster = "master"
+	RoleWorker = "worker"
+)
+
+// Component names, as they appear in a Ref and in `docker ps`.
+const (
+	ComponentEtcd = "etcd"
+)
+
+// Ref addresses one component on one node, written "<node>/<component>"
+// ("master-2/etcd").
+type Ref struct {
+	Node      string `json:"node"`
+	Component string `json:"component"`
+}
+
+// String returns the ref as "<node>/<component>".
+func (r Ref) String() string { return r.Node + "/" + r.Component }
+
+// ParseRef parses "<node>/<component>".
+func ParseRef(s string) (Ref, error) {
+	node, comp, ok := strings.Cut(s, "/")
+	if !ok || node == "" || comp == "" || strings.Contains(comp, "/") {
+		return Ref{}, fmt.Errorf("parse component %q: want <node>/<component>", s)
+	}
+	return Ref{Node: node, Component: comp}, nil
+}
+
+// Port asks for one port on a node. Default is the upstream port (2379 for
+// etcd clients); a runtime that gives each node its own network namespace
+// always grants it, the local runtime grants it when it is free on the node's
+// address and picks a free one otherwise.
+type Port struct {
+	Name    string `json:"name"`
+	Default int    `json:"default"`
+}
+
+// NodeSpec describes a node to create.
+type NodeSpec struct {
+	// Name is the node name, "master-1" or "worker-3".
+	Name string
+	// Role is RoleMaster or RoleWorker; Index is the 1-based number in the
+	// name. Together they place the node on the network.
+	Role  string
+	Index int
+	// Ports lists the ports the node's components will listen on.
+	Ports []Port
+	// Reuse, when set, is the node as a previous run created it: the runtime
+	// must give it exactly the same address and ports (members' IDs derive
+	// from their URLs, so a kept data dir only works at the same URLs), and
+	// fail if it cannot.
+	Reuse *Node
+}
+
+// Node is a created node: where its components can be reached.
+type Node struct {
+	Name  string `json:"name"`
+	Role  string `json:"role"`
+	Index int    `json:"index"`
+	// Host is the address other components and the CLI reach the node at.
+	Host string `json:"host"`
+	// Ports maps a Port's name to the port granted for it on Host.
+	Ports map[string]int `json:"ports"`
+}
+
+// URL returns "http://host:port" for the named port, or "" if the node has
+// no such port.
+func (n Node) URL(port string) string {
+	p, ok := n.Ports[port]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("http://%s:%d", n.Host, p)
+}
+
+// ComponentSpec describes a component to run. Exactly one of the typed
+// fields is set, naming what runs.
+type ComponentSpec struct {
+	Ref Ref
+	// Etcd is the member's configuration. The runtime fills in what belongs
+	// to it: the data dir (when empty), the fault table and the logger.
+	Etcd *etcd.Config
+}
+
+// State is the lifecycle state of a component.
+type State string
+
+// Component states.
+const (
+	StateCreated State = "created"
+	StateRunning State = "running"
+	StatePaused  State = "paused"
+	StateStopped State = "stopped"
+	StateKilled  State = "killed"
+	// StateExited means the component stopped by itself, usually on an
+	// error that ComponentInfo.Error carries.
+	StateExited State = "exited"
+)
+
+// ComponentInfo is what List reports about one component.
+type ComponentInfo struct {
+	Ref       Ref       `json:"ref"`
+	State     State     `json:"state"`
+	Error     string    `json:"error,omitempty"`
+	StartedAt time.Time `json:"startedAt,omitzero"`
+}
+
+// Runtime runs the components of one cluster.
+//
+// Methods taking a Ref fail with an error wrapping ErrNotFound when the
+// component was never created. Stop, Kill, Pause and Resume of a component
+// already in the target state succeed without doing anything, so chaos
+// commands can be repeated.
+type Runtime interface {
+	// Name is the runtime's name: "local" or "docker".
+	Name() string
+
+	// CreateNode gives a node its network identity and storage.
+	CreateNode(ctx context.Context, spec NodeSpec) (Node, error)
+	// CreateComponent registers a component on a created node without
+	// starting it.
+	CreateComponent(ctx context.Context, spec ComponentSpec) error
+
+	// Start starts a created, stopped, killed or exited component and
+	// returns once it serves.
+	Start(ctx context.Context, ref Ref) error
+	// Stop shuts a component down gracefully.
+	Stop(ctx context.Context, ref Ref) error
+	// Kill stops a component abruptly, as kill -9 would.
+	Kill(ctx context.Context, ref Ref) error
+	// Pause freezes a component, as docker pause does; Resume thaws it.
+	Pause(ctx context.Context, ref Ref) error
+	Resume(ctx context.Context, ref Ref) error
+
+	// Partition cuts the network, both ways, between every node of a and
+	// every node of b. Heal removes every partition.
+	Partition(ctx context.Context, a, b []string) error
+	Heal(ctx context.Context) error
+
+	// List reports every component, in creation order.
+	List(ctx context.Context) ([]ComponentInfo, error)
+	// Logs returns a component's log.
+	Logs(ctx context.Context, ref Ref) (io.ReadCloser, error)
+
+	// Remove stops every component and deletes everything the runtime
+	// created for the cluster (data included).
+	Remove(ctx context.Context) error
+}
+
+// ErrNotFound is wrapped by errors about a component or node that was never
+// created.
+var ErrNotFound = fmt.Errorf("not found")
