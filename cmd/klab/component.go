@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/cluster/etcd"
+	"github.com/klab-dev/klab/cluster/runtime"
+)
+
+// newComponentCmd is the hidden `klab component <role>`: one cluster
+// component in the foreground of its own process. The Docker runtime runs
+// it as a container's entrypoint, and crash tests run it to kill -9 a real
+// process.
+func newComponentCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:    "component <role>",
+		Short:  i18n.T("component.short"),
+		Hidden: true,
+		Args:   cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return i18n.NewError("cli.err.unknown-command", args[0], cmd.CommandPath())
+			}
+			return cmd.Help()
+		},
+	}
+	cmd.AddCommand(newComponentEtcdCmd())
+	return cmd
+}
+
+func newComponentEtcdCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "etcd",
+		Short: i18n.T("component.etcd.short"),
+		Args:  noArgs,
+	}
+	build := runtime.EtcdFlags(cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		cfg, err := build()
+		if err != nil {
+			return err
+		}
+		// The member's log is the process's log, on stderr, as a
+		// container's is.
+		cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+		m, err := etcd.NewMember(cfg)
+		if err != nil {
+			return err
+		}
+		ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		if err := m.Start(ctx); err != nil {
+			return i18n.Wrap(err, "component.etcd.err.start", cfg.Name)
+		}
+		fmt.Fprintln(cmd.ErrOrStderr(), i18n.T("component.etcd.serving", m.Name(), fmt.Sprintf("%x", m.ID()), m.ClientURL(), m.PeerURL()))
+		select {
+		case <-ctx.Done():
+			stop()
+			if err := m.Stop(); err != nil {
+				return i18n.Wrap(err, "component.etcd.err.stop", cfg.Name)
+			}
+			return nil
+		case <-m.Done():
+			if err := m.Err(); err != nil {
+				return i18n.Wrap(err, "component.etcd.err.exited", cfg.Name)
+			}
+			return nil
+		}
+	}
+	return cmd
+}

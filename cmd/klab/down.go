@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/cluster/lab"
+)
+
+// downTimeout bounds klab down: the running process's graceful stop, then
+// the removal of the state dir.
+const downTimeout = closeTimeout + 30*time.Second
+
+func newDownCmd() *cobra.Command {
+	var (
+		name     string
+		keepData bool
+	)
+	cmd := &cobra.Command{
+		Use:   "down",
+		Short: i18n.T("down.short"),
+		Long:  i18n.T("down.long"),
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			ctx, cancel := context.WithTimeout(cmd.Context(), downTimeout)
+			defer cancel()
+			res, err := lab.Down(ctx, name, keepData, newStepPrinter(out).progress)
+			if err != nil {
+				return err
+			}
+			switch {
+			case res.Removed:
+				fmt.Fprintln(out, i18n.T("down.removed", name))
+			case keepData && dirExists(res.Dir):
+				fmt.Fprintln(out, i18n.T("down.kept", name, res.Dir))
+			case !res.WasRunning:
+				fmt.Fprintln(out, i18n.T("down.nothing", name))
+			}
+			return nil
+		},
+	}
+	addNameFlag(cmd, &name)
+	cmd.Flags().BoolVar(&keepData, "keep-data", false, i18n.T("down.flag.keep-data"))
+	return cmd
+}
+
+func dirExists(dir string) bool {
+	st, err := os.Stat(dir)
+	return err == nil && st.IsDir()
+}

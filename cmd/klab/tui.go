@@ -1,0 +1,35 @@
+package main
+
+import (
+	"os"
+
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+
+	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/ui"
+)
+
+// addTUIFlags gives bare `klab` the cluster flags of `klab up`: they are
+// the home screen's defaults.
+func addTUIFlags(cmd *cobra.Command, spec *lab.Spec) {
+	addNameFlag(cmd, &spec.Name)
+	cmd.Flags().IntVar(&spec.Masters, "masters", spec.Masters, i18n.T("up.flag.masters"))
+	cmd.Flags().IntVar(&spec.Workers, "workers", spec.Workers, i18n.T("up.flag.workers"))
+	cmd.Flags().StringVar(&spec.Runtime, "runtime", spec.Runtime, i18n.T("up.flag.runtime"))
+	cmd.Flags().Float64Var(&spec.Speed, "speed", spec.Speed, i18n.T("up.flag.speed"))
+}
+
+// runTUI opens the TUI when klab runs in a terminal, and reports whether
+// it did: the TUI needs a terminal on both ends, and a pipe or a test gets
+// the introduction instead.
+func runTUI(cmd *cobra.Command, spec lab.Spec, in *os.File) (bool, error) {
+	if !isTerminal(cmd.OutOrStdout()) || !isatty.IsTerminal(in.Fd()) {
+		return false, nil
+	}
+	if err := spec.Validate(); err != nil {
+		return true, err
+	}
+	return true, ui.Run(cmd.Context(), ui.Options{Spec: spec, Out: cmd.OutOrStdout()})
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/cluster/lab"
+)
+
+// closeTimeout bounds a graceful stop; members still running after it are
+// killed.
+const closeTimeout = 30 * time.Second
+
+func newUpCmd() *cobra.Command {
+	spec := lab.DefaultSpec()
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: i18n.T("up.short"),
+		Long:  i18n.T("up.long"),
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runUp(cmd, spec)
+		},
+	}
+	addNameFlag(cmd, &spec.Name)
+	cmd.Flags().IntVar(&spec.Masters, "masters", spec.Masters, i18n.T("up.flag.masters"))
+	cmd.Flags().IntVar(&spec.Workers, "workers", spec.Workers, i18n.T("up.flag.workers"))
+	cmd.Flags().StringVar(&spec.Runtime, "runtime", spec.Runtime, i18n.T("up.flag.runtime"))
+	cmd.Flags().Float64Var(&spec.Speed, "speed", spec.Speed, i18n.T("up.flag.speed"))
+	cmd.Flags().BoolVar(&spec.NoFsync, "no-fsync", false, i18n.T("up.flag.no-fsync"))
+	return cmd
+}
+
+func runUp(cmd *cobra.Command, spec lab.Spec) error {
+	out := cmd.OutOrStdout()
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	switch spec.Runtime {
+	case lab.RuntimeDocker:
+		return lab.ErrDockerUnavailable
+	case lab.RuntimeAuto:
+		fmt.Fprintln(out, i18n.T("up.runtime-auto"))
+	}
+
+	// The first Ctrl-C stops the cluster cleanly; once it is handled, the
+	// signal's default action returns, so a second one ends klab at once.
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	steps := newStepPrinter(out)
+	fmt.Fprintln(out, i18n.T("up.creating", spec.Name, spec.Masters))
+	c, err := lab.Up(ctx, spec, lab.Options{Progress: steps.progress})
+	if err != nil {
+		// Ctrl-C here, or klab down from another terminal, cancelled the
+		// start; Up has already undone it.
+		if errors.Is(err, context.Canceled) {
+			return i18n.NewError("up.err.interrupted", spec.Name)
+		}
+		return err
+	}
+	printReady(cmd, c)
+
+	select {
+	case <-ctx.Done():
+	case <-c.ShutdownRequested():
+	}
+	stop()
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, i18n.T("up.stopping", spec.Name))
+	closeCtx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	err = c.Close(closeCtx, steps.progress)
+	if c.ShutdownReason() == "down" {
+		fmt.Fprintln(out, i18n.T("up.stopped-by-down", spec.Name))
+	} else {
+		fmt.Fprintln(out, i18n.T("up.stopped", spec.Name, c.Dir(), nameHint(spec.Name)))
+	}
+	return err
+}
+
+func printReady(cmd *cobra.Command, c *lab.Cluster) {
+	out := cmd.OutOrStdout()
+	info := c.Info()
+	hint := nameHint(info.Name)
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, i18n.T("up.ready", info.Name, len(info.Members)))
+	fmt.Fprintln(out, i18n.T("up.ready.endpoints", strings.Join(info.EtcdEndpoints, ",")))
+	fmt.Fprintln(out, i18n.T("up.ready.state", c.Dir()))
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, i18n.T("up.ready.try"))
+	for _, line := range []string{
+		"klab status" + hint,
+		"klab etcdctl" + hint + " member list -w table",
+		"klab etcdctl" + hint + " put greeting hello",
+		"klab etcdctl" + hint + " get greeting",
+		"klab chaos kill leader" + hint,
+	} {
+		fmt.Fprintln(out, "  "+line)
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, i18n.T("up.ready.stop", hint))
+}
