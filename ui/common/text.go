@@ -1,0 +1,133 @@
+package common
+
+import (
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// Every width here is in terminal cells, measured by lipgloss and ansi,
+// never by len: a Korean syllable takes two cells and a styled string
+// carries escape codes that take none.
+
+// Fit cuts s to at most width cells, ending with "…" when it had to cut.
+func Fit(s string, width int) string {
+	if width <= 0 {
+		return ""
+	}
+	if lipgloss.Width(s) <= width {
+		return s
+	}
+	return ansi.Truncate(s, width, "…")
+}
+
+// Pad fits s to exactly width cells, padding with spaces on the right.
+func Pad(s string, width int) string {
+	s = Fit(s, width)
+	if w := lipgloss.Width(s); w < width {
+		s += strings.Repeat(" ", width-w)
+	}
+	return s
+}
+
+// Pack lays items out in lines of at most width cells, as many to a line as
+// fit, separated by sep. An item wider than a line gets a line of its own,
+// cut to fit.
+func Pack(items []string, width int, sep string) []string {
+	var lines []string
+	cur, curW := "", 0
+	sepW := lipgloss.Width(sep)
+	for _, it := range items {
+		if it == "" {
+			continue
+		}
+		w := lipgloss.Width(it)
+		switch {
+		case curW == 0:
+			cur, curW = Fit(it, width), min(w, width)
+		case curW+sepW+w <= width:
+			cur += sep + it
+			curW += sepW + w
+		default:
+			lines = append(lines, cur)
+			cur, curW = Fit(it, width), min(w, width)
+		}
+	}
+	if curW > 0 {
+		lines = append(lines, cur)
+	}
+	return lines
+}
+
+// JoinFitting joins as many of parts (in order of importance) as fit in
+// width cells, separated by sep, dropping the rest.
+func JoinFitting(parts []string, width int, sep string) string {
+	out, w := "", 0
+	for _, p := range parts {
+		if p == "" {
+			continue
+		}
+		pw := lipgloss.Width(p)
+		if w > 0 {
+			pw += lipgloss.Width(sep)
+		}
+		if w+pw > width {
+			if w == 0 {
+				return Fit(p, width)
+			}
+			continue
+		}
+		if w > 0 {
+			out += sep
+		}
+		out += p
+		w += pw
+	}
+	return out
+}
+
+// Lines pads or cuts s to exactly height lines of exactly width cells, so
+// that a pane never spills into its neighbour.
+func Lines(s string, width, height int) string {
+	ls := strings.Split(s, "\n")
+	if len(ls) > height {
+		ls = ls[:height]
+	}
+	for i := range ls {
+		ls[i] = Pad(ls[i], width)
+	}
+	for len(ls) < height {
+		ls = append(ls, strings.Repeat(" ", width))
+	}
+	return strings.Join(ls, "\n")
+}
+
+// Overlay draws fg centred over bg (both width×height blocks of lines),
+// keeping bg visible around it, as a dialog floats over a screen.
+func Overlay(bg, fg string, width, height int) string {
+	bgLines := strings.Split(Lines(bg, width, height), "\n")
+	fgLines := strings.Split(fg, "\n")
+	fw := lipgloss.Width(fg)
+	if fw > width {
+		fw = width
+	}
+	top := max(0, (height-len(fgLines))/2)
+	left := max(0, (width-fw)/2)
+	for i, l := range fgLines {
+		y := top + i
+		if y >= len(bgLines) {
+			break
+		}
+		row := bgLines[y]
+		// A wide character cut in half by the box's edge leaves a cell
+		// empty: fill it so the row keeps its width.
+		before := Pad(ansi.Cut(row, 0, left), left)
+		after := ansi.Cut(row, left+fw, width)
+		if gap := width - left - fw - lipgloss.Width(after); gap > 0 {
+			after = strings.Repeat(" ", gap) + after
+		}
+		bgLines[y] = before + Pad(l, fw) + after
+	}
+	return strings.Join(bgLines, "\n")
+}

@@ -1,0 +1,313 @@
+// Package home is the screen klab opens on: the language, the shape of
+// the cluster to start, the runtime, and the running clusters to attach
+// to; then, once Start is pressed, the creation steps as they happen.
+package home
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/ui/common"
+	"github.com/klab-dev/klab/ui/labio"
+)
+
+// Rows of the form, in screen order.
+const (
+	rowLang = iota
+	rowMasters
+	rowWorkers
+	rowSpeed
+	rowRuntime
+	rowName
+	rowStart // then one row per running cluster
+)
+
+// Choices offered for the cluster's shape. The defaults given on the
+// command line join them when they are not among them.
+var (
+	masterChoices  = []int{1, 3, 5}
+	workerChoices  = []int{0, 1, 2, 3}
+	speedChoices   = []float64{1, 2, 5, 10, 30, 60}
+	runtimeChoices = []string{lab.RuntimeAuto, lab.RuntimeLocal, lab.RuntimeDocker}
+)
+
+// LangMsg asks the root model to switch the language.
+type LangMsg struct{ Lang i18n.Lang }
+
+// Model is the home screen.
+type Model struct {
+	c             *common.Common
+	width, height int
+
+	ctx    context.Context
+	logger *slog.Logger
+
+	cursor  int
+	masters []int
+	workers []int
+	speeds  []float64
+	spec    lab.Spec
+	name    textinput.Model
+	running []labio.Running
+
+	// starting is set from Start until the cluster is ready or failed.
+	starting *labio.Starting
+	steps    []step
+	err      error
+	pending  string // the cluster being attached to
+}
+
+// step is one creation step as shown.
+type step struct {
+	ev   lab.StepEvent
+	done bool
+}
+
+// New returns the home screen with spec (from the command line's flags) as
+// its defaults. ctx bounds a start; logger receives the cluster's log.
+func New(c *common.Common, ctx context.Context, spec lab.Spec, logger *slog.Logger) *Model {
+	ti := textinput.New()
+	ti.Prompt = ""
+	ti.CharLimit = 63
+	ti.SetValue(spec.Name)
+	// A blinking cursor would redraw the screen twice a second for
+	// nothing.
+	ti.Cursor.SetMode(cursor.CursorStatic)
+	return &Model{
+		c: c, ctx: ctx, logger: logger,
+		cursor:  rowStart,
+		masters: withChoice(masterChoices, spec.Masters),
+		workers: withChoice(workerChoices, spec.Workers),
+		speeds:  withChoice(speedChoices, spec.Speed),
+		spec:    spec,
+		name:    ti,
+	}
+}
+
+func withChoice[T int | float64](choices []T, v T) []T {
+	if slices.Contains(choices, v) {
+		return choices
+	}
+	out := append(slices.Clone(choices), v)
+	slices.Sort(out)
+	return out
+}
+
+// Init looks for running clusters.
+func (m *Model) Init() tea.Cmd { return labio.ScanRunning() }
+
+// SetSize sets the screen's size.
+func (m *Model) SetSize(width, height int) { m.width, m.height = width, height }
+
+// Starting reports whether a cluster is being started or attached to.
+func (m *Model) Starting() bool { return m.starting != nil || m.pending != "" }
+
+// InProgress returns the start in progress, if any, so that quitting can
+// stop it.
+func (m *Model) InProgress() *labio.Starting { return m.starting }
+
+// Spec returns the spec the form describes now.
+func (m *Model) Spec() lab.Spec {
+	s := m.spec
+	s.Name = strings.TrimSpace(m.name.Value())
+	return s
+}
+
+func (m *Model) rows() int { return rowStart + 1 + len(m.running) }
+
+func (m *Model) editingName() bool { return m.cursor == rowName && !m.Starting() && m.err == nil }
+
+// Update handles keys and the start's progress.
+func (m *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
+	k := m.c.Keys
+	switch msg := msg.(type) {
+	case labio.RunningMsg:
+		m.running = msg.Clusters
+		m.cursor = min(m.cursor, m.rows()-1)
+	case labio.StepMsg:
+		m.addStep(msg.Event)
+		return m, m.starting.Next()
+	case labio.FailedMsg:
+		m.err, m.starting, m.pending = msg.Err, nil, ""
+	case tea.KeyMsg:
+		if m.Starting() {
+			return m, nil
+		}
+		if m.err != nil {
+			if key.Matches(msg, k.Back) || key.Matches(msg, k.Select) {
+				m.err, m.steps = nil, nil
+				return m, labio.ScanRunning()
+			}
+			return m, nil
+		}
+		return m.updateForm(msg)
+	}
+	return m, nil
+}
+
+func (m *Model) updateForm(msg tea.KeyMsg) (*Model, tea.Cmd) {
+	k := m.c.Keys
+	switch {
+	case key.Matches(msg, k.Up):
+		m.move(-1)
+	case key.Matches(msg, k.Down), key.Matches(msg, k.Focus):
+		m.move(1)
+	case key.Matches(msg, k.Left):
+		if m.cursor != rowName {
+			return m, m.change(-1)
+		}
+	case key.Matches(msg, k.Right):
+		if m.cursor != rowName {
+			return m, m.change(1)
+		}
+	case key.Matches(msg, k.Select):
+		switch {
+		case m.cursor == rowStart:
+			return m, m.start()
+		case m.cursor > rowStart:
+			r := m.running[m.cursor-rowStart-1]
+			m.pending = r.Name
+			return m, labio.Attach(r.Name)
+		default:
+			m.move(1)
+		}
+		return m, nil
+	}
+	if m.cursor == rowName {
+		// Only what a cluster name may hold gets typed; the rest are
+		// keys of the screen.
+		if msg.Type == tea.KeyRunes && !validNameRunes(msg.Runes) {
+			return m, nil
+		}
+		var cmd tea.Cmd
+		m.name, cmd = m.name.Update(msg)
+		return m, cmd
+	}
+	return m, nil
+}
+
+func validNameRunes(rs []rune) bool {
+	for _, r := range rs {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *Model) move(d int) {
+	m.cursor = (m.cursor + d + m.rows()) % m.rows()
+	if m.cursor == rowName {
+		m.name.Focus()
+		m.name.CursorEnd()
+	} else {
+		m.name.Blur()
+	}
+}
+
+// change moves the focused setting to its previous or next choice.
+func (m *Model) change(d int) tea.Cmd {
+	step := func(n, i int) int { return (i + d + n) % n }
+	switch m.cursor {
+	case rowLang:
+		langs := i18n.Langs
+		i := slices.Index(langs, i18n.Current())
+		return func() tea.Msg { return LangMsg{Lang: langs[step(len(langs), i)]} }
+	case rowMasters:
+		m.spec.Masters = m.masters[step(len(m.masters), slices.Index(m.masters, m.spec.Masters))]
+	case rowWorkers:
+		m.spec.Workers = m.workers[step(len(m.workers), slices.Index(m.workers, m.spec.Workers))]
+	case rowSpeed:
+		m.spec.Speed = m.speeds[step(len(m.speeds), slices.Index(m.speeds, m.spec.Speed))]
+	case rowRuntime:
+		i := slices.Index(runtimeChoices, m.spec.Runtime)
+		m.spec.Runtime = runtimeChoices[step(len(runtimeChoices), max(i, 0))]
+	}
+	return nil
+}
+
+// start checks the form and starts the cluster. A bad name or the Docker
+// runtime is refused here, with the same message `klab up` gives.
+func (m *Model) start() tea.Cmd {
+	spec := m.Spec()
+	if err := spec.Validate(); err != nil {
+		m.err = err
+		return nil
+	}
+	if spec.Runtime == lab.RuntimeDocker {
+		m.err = lab.ErrDockerUnavailable
+		return nil
+	}
+	m.steps = nil
+	m.starting = labio.Start(m.ctx, spec, m.logger)
+	return m.starting.Next()
+}
+
+// Ready clears the start once the cluster is up.
+func (m *Model) Ready() { m.starting, m.pending, m.steps = nil, "", nil }
+
+func (m *Model) addStep(ev lab.StepEvent) {
+	if ev.Phase != lab.StepStarted {
+		for i := len(m.steps) - 1; i >= 0; i-- {
+			if m.steps[i].ev.Title.Key == ev.Title.Key && !m.steps[i].done {
+				m.steps[i] = step{ev: ev, done: true}
+				return
+			}
+		}
+	}
+	m.steps = append(m.steps, step{ev: ev, done: ev.Phase != lab.StepStarted})
+}
+
+// ShortHelp lists the keys that work on the home screen now.
+func (m *Model) ShortHelp() []key.Binding {
+	k := m.c.Keys
+	switch {
+	case m.Starting():
+		return []key.Binding{k.ForceQuit}
+	case m.err != nil:
+		return []key.Binding{k.Back, k.ForceQuit}
+	}
+	out := []key.Binding{k.Up, k.Down}
+	if m.cursor < rowName {
+		out = append(out, k.Left)
+	}
+	if m.cursor >= rowStart {
+		out = append(out, k.Select)
+	}
+	out = append(out, k.Lang, k.Help)
+	if m.editingName() {
+		return append(out, k.ForceQuit)
+	}
+	return append(out, k.Quit)
+}
+
+// FullHelp lists every key of the home screen.
+func (m *Model) FullHelp() [][]key.Binding {
+	k := m.c.Keys
+	return [][]key.Binding{{k.Up, k.Down, k.Left, k.Select}, {k.Lang, k.Help, k.Quit, k.ForceQuit}}
+}
+
+// QuitAllowed reports whether q quits now (it types a letter in the name).
+func (m *Model) QuitAllowed() bool { return !m.editingName() && !m.Starting() }
+
+func speedWord(v float64) string {
+	return strconv.FormatFloat(v, 'f', -1, 64) + "×"
+}
+
+func langWord(l i18n.Lang) string {
+	switch l {
+	case i18n.Korean:
+		return "한국어"
+	}
+	return "English"
+}

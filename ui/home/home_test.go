@@ -1,0 +1,129 @@
+package home
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/ui/internal/uitest"
+	"github.com/klab-dev/klab/ui/labio"
+)
+
+func newHome(t *testing.T, lang i18n.Lang, w, h int) *Model {
+	t.Helper()
+	c := uitest.Setup(t, lang)
+	spec := lab.DefaultSpec()
+	spec.Name = "demo"
+	m := New(c, context.Background(), spec, slog.New(slog.DiscardHandler))
+	m.SetSize(w, h)
+	return m
+}
+
+func press(m *Model, keys ...string) tea.Cmd {
+	var cmd tea.Cmd
+	for _, k := range keys {
+		m, cmd = m.Update(uitest.Key(k))
+	}
+	return cmd
+}
+
+func TestHomeGolden(t *testing.T) {
+	running := labio.RunningMsg{Clusters: []labio.Running{{Name: "t1", Masters: 3, Runtime: "local", PID: 4242}}}
+	steps := []lab.StepEvent{
+		{Title: i18n.M("up.step.nodes", 3, "local"), Phase: lab.StepDone, Elapsed: 2 * time.Millisecond},
+		{Title: i18n.M("up.step.etcd", 3), Phase: lab.StepDone, Elapsed: 31 * time.Millisecond},
+		{Title: i18n.M("up.step.leader"), Phase: lab.StepStarted},
+	}
+	scenarios := []struct {
+		name  string
+		setup func(m *Model)
+	}{
+		{"form", func(m *Model) { m.Update(running) }},
+		{"masters", func(m *Model) { m.Update(running); press(m, "up", "up", "up", "up", "up") }},
+		{"steps", func(m *Model) {
+			m.starting = &labio.Starting{}
+			for _, s := range steps {
+				m.addStep(s)
+			}
+		}},
+		{"failed", func(m *Model) {
+			m.addStep(lab.StepEvent{Title: i18n.M("up.step.nodes", 3, "local"), Phase: lab.StepFailed, Elapsed: time.Millisecond})
+			m.Update(labio.FailedMsg{Err: lab.ErrDockerUnavailable})
+		}},
+	}
+	for _, sc := range scenarios {
+		for _, lang := range uitest.Langs {
+			for _, size := range uitest.Sizes[:2] {
+				name := fmt.Sprintf("%s-%s-%dx%d", sc.name, lang, size.W, size.H)
+				t.Run(name, func(t *testing.T) {
+					m := newHome(t, lang, size.W, size.H)
+					sc.setup(m)
+					got := m.View()
+					uitest.CheckFrame(t, got, size.W, size.H)
+					uitest.Golden(t, name, got)
+				})
+			}
+		}
+	}
+}
+
+func TestHomeKeys(t *testing.T) {
+	tests := []struct {
+		name  string
+		keys  []string
+		check func(t *testing.T, m *Model, cmd tea.Cmd)
+	}{
+		{"masters cycle 3 → 5 → 1", []string{"up", "up", "up", "up", "up", "right", "right"}, func(t *testing.T, m *Model, _ tea.Cmd) {
+			if m.spec.Masters != 1 {
+				t.Errorf("masters = %d, want 1", m.spec.Masters)
+			}
+		}},
+		{"runtime docker is refused with upstream's message", []string{"up", "up", "right", "right", "down", "down", "enter"}, func(t *testing.T, m *Model, _ tea.Cmd) {
+			if m.spec.Runtime != lab.RuntimeDocker || m.err == nil || !strings.Contains(m.err.Error(), "docker") {
+				t.Errorf("runtime %s, err %v", m.spec.Runtime, m.err)
+			}
+		}},
+		{"the name takes only what a name may hold", []string{"up", "backspace", "X", "q", "7"}, func(t *testing.T, m *Model, _ tea.Cmd) {
+			if got := m.Spec().Name; got != "demq7" {
+				t.Errorf("name = %q, want demq7", got)
+			}
+			if m.QuitAllowed() {
+				t.Errorf("q quits while typing a name")
+			}
+		}},
+		{"a bad name is refused before anything starts", []string{"up", "backspace", "backspace", "backspace", "backspace", "down", "enter"}, func(t *testing.T, m *Model, _ tea.Cmd) {
+			if m.err == nil || m.starting != nil {
+				t.Errorf("err %v, starting %v", m.err, m.starting)
+			}
+		}},
+		{"language asks the root to switch", []string{"up", "up", "up", "up", "up", "up", "right"}, func(t *testing.T, _ *Model, cmd tea.Cmd) {
+			if cmd == nil {
+				t.Fatal("no command")
+			}
+			if msg, ok := cmd().(LangMsg); !ok || msg.Lang != i18n.Korean {
+				t.Errorf("msg = %#v, want LangMsg{ko}", msg)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newHome(t, i18n.English, 80, 24)
+			var cmd tea.Cmd
+			for _, k := range tt.keys {
+				msg := uitest.Key(k)
+				if k == "backspace" {
+					msg = tea.KeyMsg{Type: tea.KeyBackspace}
+				}
+				m, cmd = m.Update(msg)
+			}
+			tt.check(t, m, cmd)
+		})
+	}
+}

@@ -1,0 +1,77 @@
+// Package keys is the TUI's one KeyMap: every key klab answers to, with
+// the help text the footer and the full help show.
+package keys
+
+import (
+	"github.com/charmbracelet/bubbles/key"
+
+	"github.com/klab-dev/klab/assets/i18n"
+)
+
+// KeyMap names every action by what it does. Panes decide which bindings
+// apply at the moment and list only those in their help, so the footer
+// never offers a key that does nothing.
+type KeyMap struct {
+	// Navigation, shared by every screen. Arrows only: letters are taken
+	// by actions (k kills, h heals).
+	Up, Down, Left, Right, Select, Back, Focus key.Binding
+	Help, Lang, Quit, ForceQuit                key.Binding
+
+	// Views.
+	Overview, Raft key.Binding
+
+	// Raft clock.
+	Pause, Step, Slower, Faster key.Binding
+
+	// Chaos and load.
+	Kill, Partition, Heal, Restart, Write key.Binding
+
+	// Quit dialog.
+	Keep, Remove key.Binding
+}
+
+// Default returns the key map with help in the current language. It is
+// built again when the language changes.
+func Default() *KeyMap {
+	b := func(keys []string, label, desc string) key.Binding {
+		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(label, i18n.T(desc)))
+	}
+	return &KeyMap{
+		Up:        b([]string{"up"}, "↑", "ui.key.up"),
+		Down:      b([]string{"down"}, "↓", "ui.key.down"),
+		Left:      b([]string{"left"}, "←/→", "ui.key.change"),
+		Right:     b([]string{"right"}, "←/→", "ui.key.change"),
+		Select:    b([]string{"enter"}, "enter", "ui.key.select"),
+		Back:      b([]string{"esc"}, "esc", "ui.key.back"),
+		Focus:     b([]string{"tab"}, "tab", "ui.key.focus"),
+		Help:      b([]string{"?"}, "?", "ui.key.help"),
+		Lang:      b([]string{"L"}, "L", "ui.key.lang"),
+		Quit:      b([]string{"q"}, "q", "ui.key.quit"),
+		ForceQuit: b([]string{"ctrl+c"}, "ctrl+c", "ui.key.force-quit"),
+
+		Overview: b([]string{"1"}, "1", "ui.view.overview"),
+		Raft:     b([]string{"2"}, "2", "ui.view.raft"),
+
+		Pause:  b([]string{" "}, "space", "ui.key.pause"),
+		Step:   b([]string{"."}, ".", "ui.key.step"),
+		Slower: b([]string{"-", "_"}, "-", "ui.key.slower"),
+		Faster: b([]string{"+", "="}, "+", "ui.key.faster"),
+
+		Kill:      b([]string{"k"}, "k", "ui.key.kill"),
+		Partition: b([]string{"p"}, "p", "ui.key.partition"),
+		Heal:      b([]string{"h"}, "h", "ui.key.heal"),
+		Restart:   b([]string{"r"}, "r", "ui.key.restart"),
+		Write:     b([]string{"w"}, "w", "ui.key.write"),
+
+		Keep:   b([]string{"k"}, "k", "ui.key.keep"),
+		Remove: b([]string{"r"}, "r", "ui.key.remove"),
+	}
+}
+
+// Resume returns the pause binding described as resuming, for when the
+// clock is paused.
+func (k *KeyMap) Resume() key.Binding {
+	b := k.Pause
+	b.SetHelp("space", i18n.T("ui.key.resume"))
+	return b
+}

@@ -1,0 +1,267 @@
+package labio
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"sort"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/cluster/runtime"
+)
+
+// StepMsg is one step of starting a cluster, started or finished.
+type StepMsg struct{ Event lab.StepEvent }
+
+// ReadyMsg says the cluster is up (started here, or attached to).
+type ReadyMsg struct{ Lab Lab }
+
+// FailedMsg says starting or attaching failed; the steps already shown
+// say where.
+type FailedMsg struct{ Err error }
+
+// Starting follows a cluster being started: its steps arrive one command
+// at a time, as bubbletea's realtime example does, so that each is drawn
+// as it happens.
+type Starting struct {
+	ch     chan tea.Msg
+	cancel context.CancelFunc
+	done   chan struct{}
+	// result is the started lab, set before ReadyMsg is sent.
+	result Lab
+}
+
+// Start starts the cluster described by spec in this process. ctx bounds
+// the start only; the cluster then runs until Lab.Close.
+func Start(ctx context.Context, spec lab.Spec, logger *slog.Logger) *Starting {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &Starting{ch: make(chan tea.Msg, 16), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		defer close(s.ch)
+		c, err := lab.Up(ctx, spec, lab.Options{
+			Logger:   logger,
+			Progress: func(e lab.StepEvent) { s.ch <- StepMsg{Event: e} },
+		})
+		if err != nil {
+			s.ch <- FailedMsg{Err: err}
+			return
+		}
+		s.result = Owned(c)
+		s.ch <- ReadyMsg{Lab: s.result}
+	}()
+	return s
+}
+
+// Abort cancels a start still in progress (Up undoes what it made) and
+// waits for it to end. It returns the lab if the start finished anyway,
+// for the caller to close.
+func (s *Starting) Abort() Lab {
+	s.cancel()
+	// Nobody may read the channel any more; drain it so the start
+	// goroutine can finish.
+	go func() {
+		for range s.ch {
+		}
+	}()
+	<-s.done
+	return s.result
+}
+
+// Next waits for the next step, or the end.
+func (s *Starting) Next() tea.Cmd {
+	return func() tea.Msg {
+		msg, ok := <-s.ch
+		if !ok {
+			return nil
+		}
+		return msg
+	}
+}
+
+// Attach connects to a cluster that a `klab up` process runs.
+func Attach(name string) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		info, err := lab.LoadInfo(name)
+		if err != nil {
+			return FailedMsg{Err: err}
+		}
+		c, err := lab.Connect(ctx, name)
+		if err != nil {
+			return FailedMsg{Err: err}
+		}
+		return ReadyMsg{Lab: Attached(c, info)}
+	}
+}
+
+// Running describes a cluster some klab process runs right now.
+type Running struct {
+	Name    string
+	Masters int
+	Runtime string
+	PID     int
+}
+
+// RunningMsg lists the running clusters found in klab's state dir.
+type RunningMsg struct {
+	Clusters []Running
+}
+
+// ScanRunning looks for clusters with a live control socket under klab's
+// state dir: the clusters the home screen offers to attach to.
+func ScanRunning() tea.Cmd {
+	return func() tea.Msg {
+		home, err := lab.Home()
+		if err != nil {
+			return RunningMsg{}
+		}
+		entries, err := os.ReadDir(home)
+		if err != nil {
+			return RunningMsg{}
+		}
+		var out []Running
+		for _, e := range entries {
+			if !e.IsDir() || lab.ValidateName(e.Name()) != nil {
+				continue
+			}
+			info, err := lab.LoadInfo(e.Name())
+			if err != nil {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			c, err := lab.Connect(ctx, e.Name())
+			if err == nil {
+				r := Running{Name: info.Name, Masters: len(info.Members), Runtime: info.Runtime}
+				if st, err := c.Status(ctx); err == nil {
+					r.PID = st.PID
+				}
+				out = append(out, r)
+			}
+			cancel()
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+		return RunningMsg{Clusters: out}
+	}
+}
+
+// ObservationsMsg carries the observations that arrived since the last
+// one, in order.
+type ObservationsMsg struct {
+	Batch []lab.Observation
+}
+
+// ObserverClosedMsg says the Observer stopped.
+type ObserverClosedMsg struct{}
+
+// observeCoalesce gathers observations arriving together into one
+// message: a heartbeat round reaches the UI as one redraw, not a dozen.
+const observeCoalesce = 50 * time.Millisecond
+
+// maxBatch bounds one message, so that a backlog is drawn in steps.
+const maxBatch = 1024
+
+// WaitObservations waits for the next observations. The workspace runs it
+// again after each message, so the stream is read only as fast as the UI
+// draws.
+func WaitObservations(ch <-chan lab.Observation) tea.Cmd {
+	return func() tea.Msg {
+		first, ok := <-ch
+		if !ok {
+			return ObserverClosedMsg{}
+		}
+		batch := []lab.Observation{first}
+		deadline := time.NewTimer(observeCoalesce)
+		defer deadline.Stop()
+		for len(batch) < maxBatch {
+			select {
+			case o, ok := <-ch:
+				if !ok {
+					return ObservationsMsg{Batch: batch}
+				}
+				batch = append(batch, o)
+			case <-deadline.C:
+				return ObservationsMsg{Batch: batch}
+			}
+		}
+		return ObservationsMsg{Batch: batch}
+	}
+}
+
+// ComponentsMsg reports the runtime's view of the components.
+type ComponentsMsg struct {
+	Infos []runtime.ComponentInfo
+	Err   error
+}
+
+// Components asks the lab for its components' states.
+func Components(l Lab) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		infos, err := l.Components(ctx)
+		return ComponentsMsg{Infos: infos, Err: err}
+	}
+}
+
+// ActionMsg reports how an action the user asked for ended.
+type ActionMsg struct {
+	// Action names the action ("kill", "clock", "write", ...).
+	Action string
+	// Chaos is the chaos operation's result, for chaos actions.
+	Chaos *lab.ChaosResult
+	// Key is the key written, for writes.
+	Key string
+	Err error
+}
+
+// actionTimeout bounds an action: a restart waits for the member to serve,
+// a write for a quorum.
+const actionTimeout = 30 * time.Second
+
+// writeTimeout bounds a write: without a quorum it never commits, and the
+// student should see that as an error within seconds.
+const writeTimeout = 3 * time.Second
+
+// Chaos runs a chaos operation.
+func Chaos(l Lab, action string, req lab.ChaosRequest) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), actionTimeout)
+		defer cancel()
+		res, err := l.Chaos(ctx, req)
+		return ActionMsg{Action: action, Chaos: res, Err: err}
+	}
+}
+
+// Put writes a key.
+func Put(l Lab, key, value string) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+		defer cancel()
+		err := l.Put(ctx, key, value)
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = errWriteTimeout(key, err)
+		}
+		return ActionMsg{Action: "write", Key: key, Err: err}
+	}
+}
+
+// ClosedMsg says the lab was closed (stopped, and removed if asked).
+type ClosedMsg struct{ Err error }
+
+// closeTimeout bounds a graceful stop; members still running are killed.
+const closeTimeout = 30 * time.Second
+
+// Close stops an owned lab.
+func Close(l Lab, remove bool) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		defer cancel()
+		return ClosedMsg{Err: l.Close(ctx, remove)}
+	}
+}

@@ -1,0 +1,160 @@
+package ui
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/ui/common"
+	"github.com/klab-dev/klab/ui/home"
+	"github.com/klab-dev/klab/ui/keys"
+	"github.com/klab-dev/klab/ui/labio"
+	"github.com/klab-dev/klab/ui/labstate"
+	"github.com/klab-dev/klab/ui/prefs"
+	"github.com/klab-dev/klab/ui/workspace"
+)
+
+// Model is the root model: the home screen until a cluster is ready, then
+// the workspace; the full help drawn over either; the keys that work
+// everywhere (language, help, Ctrl-C).
+type Model struct {
+	c             *common.Common
+	ctx           context.Context
+	width, height int
+
+	home *home.Model
+	ws   *workspace.Model
+	// help is set while the full help is shown.
+	help bool
+	// savePrefs is false in tests, which must not write ui.json.
+	savePrefs bool
+}
+
+// NewModel returns the root model with spec as the home screen's
+// defaults. ctx bounds everything the model starts.
+func NewModel(ctx context.Context, c *common.Common, spec lab.Spec, logger *slog.Logger) *Model {
+	return &Model{c: c, ctx: ctx, home: home.New(c, ctx, spec, logger), savePrefs: true}
+}
+
+// Init looks for running clusters.
+func (m *Model) Init() tea.Cmd { return m.home.Init() }
+
+// Update routes messages: global keys first, then the active screen.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.home.SetSize(m.width, max(m.height-1, 0))
+		if m.ws != nil {
+			m.ws.SetSize(m.width, m.height)
+		}
+		return m, nil
+	case home.LangMsg:
+		return m, m.setLang(msg.Lang)
+	case labio.ReadyMsg:
+		return m, m.openWorkspace(msg.Lab)
+	case labio.RunningMsg, labio.StepMsg, labio.FailedMsg:
+		var cmd tea.Cmd
+		m.home, cmd = m.home.Update(msg)
+		return m, cmd
+	case tea.KeyMsg:
+		if cmd, done := m.globalKey(msg); done {
+			return m, cmd
+		}
+	}
+	var cmd tea.Cmd
+	if m.ws != nil {
+		m.ws, cmd = m.ws.Update(msg)
+	} else {
+		m.home, cmd = m.home.Update(msg)
+	}
+	return m, cmd
+}
+
+// globalKey handles the keys that mean the same on every screen.
+func (m *Model) globalKey(msg tea.KeyMsg) (tea.Cmd, bool) {
+	k := m.c.Keys
+	switch {
+	case key.Matches(msg, k.ForceQuit):
+		if m.ws != nil {
+			return m.ws.QuitKeep(), true
+		}
+		// A start in progress is undone by Run once the program ends.
+		return tea.Quit, true
+	case m.help:
+		if key.Matches(msg, k.Help) || key.Matches(msg, k.Back) || key.Matches(msg, k.Quit) {
+			m.help = false
+		}
+		return nil, true
+	case key.Matches(msg, k.Help):
+		m.help = true
+		return nil, true
+	case key.Matches(msg, k.Lang):
+		langs := i18n.Langs
+		next := langs[(slices.Index(langs, i18n.Current())+1)%len(langs)]
+		return m.setLang(next), true
+	case m.ws == nil && key.Matches(msg, k.Quit) && m.home.QuitAllowed():
+		return tea.Quit, true
+	}
+	return nil, false
+}
+
+// setLang switches the language everywhere at once: every view renders its
+// words when drawn, and the key help is rebuilt.
+func (m *Model) setLang(l i18n.Lang) tea.Cmd {
+	i18n.SetLang(l)
+	*m.c.Keys = *keys.Default()
+	if !m.savePrefs {
+		return nil
+	}
+	return func() tea.Msg {
+		p := prefs.Load()
+		p.Lang = l
+		prefs.Save(p) // a preference that cannot be saved is not worth a message
+		return nil
+	}
+}
+
+func (m *Model) openWorkspace(l labio.Lab) tea.Cmd {
+	info := l.Info()
+	m.home.Ready()
+	m.ws = workspace.New(m.c, l, labstate.New(info.Name, info.Members))
+	m.ws.SetSize(m.width, m.height)
+	return m.ws.Start(m.ctx)
+}
+
+// View draws the active screen, and the full help over it.
+func (m *Model) View() string {
+	if m.width <= 0 || m.height <= 0 {
+		return ""
+	}
+	var screen string
+	var groups [][]key.Binding
+	if m.ws != nil {
+		screen = m.ws.View()
+		groups = m.ws.FullHelp()
+	} else {
+		screen = m.home.View() + "\n" + common.Footer(m.c, m.home.ShortHelp(), m.width)
+		groups = m.home.FullHelp()
+	}
+	if m.help {
+		screen = common.Overlay(screen, m.helpBox(groups), m.width, m.height)
+	}
+	return screen
+}
+
+func (m *Model) helpBox(groups [][]key.Binding) string {
+	s := m.c.Styles
+	w := max(m.width-6, 10)
+	body := []string{s.Dialog.Title.Render(i18n.T("ui.help.title")), "", common.FullHelp(m.c, groups, w), ""}
+	for _, l := range common.Pack(strings.Fields(i18n.T("ui.help.note")), w, " ") {
+		body = append(body, s.Dialog.Note.Render(l))
+	}
+	return s.Dialog.Box.Render(strings.Join(body, "\n"))
+}

@@ -1,0 +1,176 @@
+// Package styles holds every colour and text style the TUI uses, built once
+// by DefaultStyles, so that views name what a thing is (a leader, a dropped
+// message) and never which colour it has.
+package styles
+
+import (
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/lipgloss"
+)
+
+// Palette: each colour has a light- and a dark-background variant, so the
+// lab reads on both, and a projector's washed-out white as well.
+var (
+	colorText    = lipgloss.AdaptiveColor{Light: "#1F2430", Dark: "#D5DAEC"}
+	colorMuted   = lipgloss.AdaptiveColor{Light: "#6B7280", Dark: "#8089A8"}
+	colorSubtle  = lipgloss.AdaptiveColor{Light: "#C8CDD8", Dark: "#3B4261"}
+	colorAccent  = lipgloss.AdaptiveColor{Light: "#4F46E5", Dark: "#8B87F8"}
+	colorLeader  = lipgloss.AdaptiveColor{Light: "#A16207", Dark: "#F5C46B"}
+	colorFollow  = lipgloss.AdaptiveColor{Light: "#1D4ED8", Dark: "#7AA2F7"}
+	colorCandid  = lipgloss.AdaptiveColor{Light: "#C2410C", Dark: "#FF9E64"}
+	colorPreCand = lipgloss.AdaptiveColor{Light: "#A21CAF", Dark: "#E39CF0"}
+	colorBad     = lipgloss.AdaptiveColor{Light: "#B91C1C", Dark: "#F7768E"}
+	colorGood    = lipgloss.AdaptiveColor{Light: "#15803D", Dark: "#9ECE6A"}
+	colorBeat    = lipgloss.AdaptiveColor{Light: "#BE185D", Dark: "#F38BA8"}
+	colorApp     = lipgloss.AdaptiveColor{Light: "#0F766E", Dark: "#73DACA"}
+	colorBarBg   = lipgloss.AdaptiveColor{Light: "#ECEEF4", Dark: "#1E2233"}
+)
+
+// Styles is every style of the TUI, grouped by where it is used.
+type Styles struct {
+	App lipgloss.Style
+
+	Header struct {
+		Bar, Brand, Item, Muted, Tab, ActiveTab lipgloss.Style
+	}
+	Footer struct {
+		Bar  lipgloss.Style
+		Help help.Styles
+	}
+	// Status is the one line where results and errors of actions show.
+	Status struct {
+		Info, Success, Error lipgloss.Style
+	}
+	// Dialog is a box drawn over the screen: full help, choosers, quit.
+	Dialog struct {
+		Box, Title, Item, ItemSelected, Note lipgloss.Style
+	}
+	Home struct {
+		Logo, Tagline, Label, LabelFocused, Value, ValueFocused, Note,
+		Warning, Section, Action, ActionFocused lipgloss.Style
+		StepRunning, StepDone, StepFailed, StepTitle, StepTime lipgloss.Style
+	}
+	// Role colours a member by its raft role; shared by every view.
+	Role struct {
+		Leader, Follower, Candidate, PreCandidate, Down lipgloss.Style
+	}
+	Raft struct {
+		Box, BoxFocused, Title, Key, Value, Muted             lipgloss.Style
+		LogCommitted, LogUncommitted, LogAbsent, LogCompacted lipgloss.Style
+		TimerFill, TimerEmpty, TimerMark                      lipgloss.Style
+		MsgVote, MsgApp, MsgBeat, MsgSnap, MsgOther, MsgLost  lipgloss.Style
+		Fresh, Faded, Lane                                    lipgloss.Style
+	}
+	Overview struct {
+		Node, NodeTitle, Key, Value, Muted lipgloss.Style
+		Healthy, Unhealthy                 lipgloss.Style
+	}
+}
+
+// DefaultStyles returns klab's styles. Under NO_COLOR, lipgloss renders
+// none of them, so no view relies on colour alone: roles are words, the
+// selection has a marker, a lost message a cross.
+func DefaultStyles() *Styles {
+	s := &Styles{}
+	fg := func(c lipgloss.TerminalColor) lipgloss.Style { return lipgloss.NewStyle().Foreground(c) }
+
+	s.App = lipgloss.NewStyle().Foreground(colorText)
+
+	s.Header.Bar = lipgloss.NewStyle().Background(colorBarBg)
+	s.Header.Brand = fg(colorAccent).Background(colorBarBg).Bold(true)
+	s.Header.Item = fg(colorText).Background(colorBarBg)
+	s.Header.Muted = fg(colorMuted).Background(colorBarBg)
+	s.Header.Tab = fg(colorMuted).Background(colorBarBg)
+	s.Header.ActiveTab = fg(colorAccent).Background(colorBarBg).Bold(true).Underline(true)
+
+	s.Footer.Bar = lipgloss.NewStyle()
+	s.Footer.Help = help.Styles{
+		ShortKey:       fg(colorAccent).Bold(true),
+		ShortDesc:      fg(colorMuted),
+		ShortSeparator: fg(colorSubtle),
+		Ellipsis:       fg(colorSubtle),
+		FullKey:        fg(colorAccent).Bold(true),
+		FullDesc:       fg(colorText),
+		FullSeparator:  fg(colorSubtle),
+	}
+
+	s.Status.Info = fg(colorMuted)
+	s.Status.Success = fg(colorGood)
+	s.Status.Error = fg(colorBad).Bold(true)
+
+	s.Dialog.Box = lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).BorderForeground(colorAccent).Padding(0, 1)
+	s.Dialog.Title = fg(colorAccent).Bold(true)
+	s.Dialog.Item = fg(colorText)
+	s.Dialog.ItemSelected = fg(colorAccent).Bold(true)
+	s.Dialog.Note = fg(colorMuted)
+
+	s.Home.Logo = fg(colorAccent).Bold(true)
+	s.Home.Tagline = fg(colorMuted)
+	s.Home.Label = fg(colorMuted)
+	s.Home.LabelFocused = fg(colorAccent).Bold(true)
+	s.Home.Value = fg(colorText)
+	s.Home.ValueFocused = fg(colorAccent).Bold(true)
+	s.Home.Note = fg(colorMuted)
+	s.Home.Warning = fg(colorCandid)
+	s.Home.Section = fg(colorText).Bold(true)
+	s.Home.Action = fg(colorText)
+	s.Home.ActionFocused = fg(colorAccent).Bold(true)
+	s.Home.StepRunning = fg(colorCandid)
+	s.Home.StepDone = fg(colorGood)
+	s.Home.StepFailed = fg(colorBad).Bold(true)
+	s.Home.StepTitle = fg(colorText)
+	s.Home.StepTime = fg(colorMuted)
+
+	s.Role.Leader = fg(colorLeader).Bold(true)
+	s.Role.Follower = fg(colorFollow)
+	s.Role.Candidate = fg(colorCandid).Bold(true)
+	s.Role.PreCandidate = fg(colorPreCand).Bold(true)
+	s.Role.Down = fg(colorBad)
+
+	s.Raft.Box = lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).BorderForeground(colorSubtle).Padding(0, 1)
+	s.Raft.BoxFocused = s.Raft.Box.BorderForeground(colorLeader)
+	s.Raft.Title = fg(colorText).Bold(true)
+	s.Raft.Key = fg(colorMuted)
+	s.Raft.Value = fg(colorText)
+	s.Raft.Muted = fg(colorMuted)
+	s.Raft.LogCommitted = fg(colorGood)
+	s.Raft.LogUncommitted = fg(colorCandid)
+	s.Raft.LogAbsent = fg(colorSubtle)
+	s.Raft.LogCompacted = fg(colorMuted)
+	s.Raft.TimerFill = fg(colorCandid)
+	s.Raft.TimerEmpty = fg(colorSubtle)
+	s.Raft.TimerMark = fg(colorBad)
+	s.Raft.MsgVote = fg(colorCandid)
+	s.Raft.MsgApp = fg(colorApp)
+	s.Raft.MsgBeat = fg(colorBeat)
+	s.Raft.MsgSnap = fg(colorPreCand)
+	s.Raft.MsgOther = fg(colorFollow)
+	s.Raft.MsgLost = fg(colorBad)
+	s.Raft.Fresh = lipgloss.NewStyle().Bold(true)
+	s.Raft.Faded = lipgloss.NewStyle().Faint(true)
+	s.Raft.Lane = fg(colorSubtle)
+
+	s.Overview.Node = lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).BorderForeground(colorSubtle).Padding(0, 1)
+	s.Overview.NodeTitle = fg(colorText).Bold(true)
+	s.Overview.Key = fg(colorMuted)
+	s.Overview.Value = fg(colorText)
+	s.Overview.Muted = fg(colorMuted)
+	s.Overview.Healthy = fg(colorGood)
+	s.Overview.Unhealthy = fg(colorBad).Bold(true)
+	return s
+}
+
+// RoleStyle returns the style of a role name as labstate words it.
+func (s *Styles) RoleStyle(role string) lipgloss.Style {
+	switch role {
+	case "leader":
+		return s.Role.Leader
+	case "follower":
+		return s.Role.Follower
+	case "candidate":
+		return s.Role.Candidate
+	case "pre-candidate":
+		return s.Role.PreCandidate
+	}
+	return s.Role.Down
+}

@@ -1,0 +1,107 @@
+package raft
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/klab-dev/klab/ui/internal/uitest"
+	"github.com/klab-dev/klab/ui/labstate"
+)
+
+func TestRaftViewGolden(t *testing.T) {
+	scenarios := []struct {
+		name    string
+		members int
+		state   func(int) *labstate.State
+	}{
+		{"running", 3, func(n int) *labstate.State { _, st := uitest.Raft(n); return st }},
+		{"killed", 3, func(n int) *labstate.State { _, st := uitest.Killed(n); return st }},
+		{"five", 5, func(n int) *labstate.State { _, st := uitest.Raft(n); return st }},
+	}
+	for _, sc := range scenarios {
+		for _, lang := range uitest.Langs {
+			for _, size := range uitest.Sizes {
+				name := fmt.Sprintf("%s-%s-%dx%d", sc.name, lang, size.W, size.H)
+				t.Run(name, func(t *testing.T) {
+					c := uitest.Setup(t, lang)
+					v := New(c)
+					v.SetSize(size.W, size.H)
+					got := v.Render(sc.state(sc.members))
+					uitest.CheckFrame(t, got, size.W, size.H)
+					uitest.Golden(t, name, got)
+				})
+			}
+		}
+	}
+}
+
+// TestRaftViewShowsWhatHappened checks the fixture's story reaches the
+// screen: the leader and its term, the lagging follower's probe, the
+// election's messages and the heartbeats.
+func TestRaftViewShowsWhatHappened(t *testing.T) {
+	c := uitest.Setup(t, "en")
+	v := New(c)
+	v.SetSize(120, 40)
+	_, st := uitest.Raft(3)
+	got := v.Render(st)
+	for _, want := range []string{
+		"★ leader master-1, term 3", "quorum 2 of 3, 3 running",
+		"MsgPreVote t3", "MsgVoteResp t3 ✓", "MsgApp t3 i11 +1", "♥ MsgHeartbeat ×8 / Resp ×8",
+		"match 8", "probe", "master-1 started an election for term 3",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("view lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestKeysFollowState(t *testing.T) {
+	c := uitest.Setup(t, "en")
+	_, running := uitest.Raft(3)
+	_, killed := uitest.Killed(3)
+	paused := func() *labstate.State {
+		_, st := uitest.Raft(3)
+		for i := range st.Members {
+			st.Members[i].Status.Clock.Paused = true
+		}
+		return st
+	}()
+	tests := []struct {
+		name    string
+		st      *labstate.State
+		want    []string
+		notWant []string
+	}{
+		{"running", running, []string{"space", "-", "k", "p", "w"}, []string{".", "+", "r", "h"}},
+		{"paused", paused, []string{"space", ".", "k"}, []string{"r"}},
+		{"leader killed", killed, []string{"r", "p", "w"}, []string{"k"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, b := range Keys(c, tt.st) {
+				got = append(got, b.Help().Key)
+			}
+			for _, w := range tt.want {
+				if !contains(got, w) {
+					t.Errorf("keys %v lack %q", got, w)
+				}
+			}
+			for _, w := range tt.notWant {
+				if contains(got, w) {
+					t.Errorf("keys %v offer %q, which does not work now", got, w)
+				}
+			}
+		})
+	}
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

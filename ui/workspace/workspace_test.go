@@ -1,0 +1,211 @@
+package workspace
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/ui/internal/uitest"
+	"github.com/klab-dev/klab/ui/keys"
+	"github.com/klab-dev/klab/ui/labio"
+)
+
+// fixture returns a workspace on the Raft fixture with a twin lab.
+func fixture(t *testing.T, owned bool) (*Model, *uitest.Lab) {
+	t.Helper()
+	c := uitest.Setup(t, i18n.English)
+	info, st := uitest.Raft(3)
+	twin := uitest.NewLab(info, owned)
+	m := New(c, twin, st)
+	m.SetSize(120, 40)
+	return m, twin
+}
+
+// press sends keys one by one and runs what they lead to.
+func press(m *Model, keys ...string) []tea.Msg {
+	var msgs []tea.Msg
+	for _, k := range keys {
+		_, cmd := m.Update(uitest.Key(k))
+		msgs = append(msgs, uitest.Run(cmd, func(msg tea.Msg) tea.Cmd { _, c := m.Update(msg); return c })...)
+	}
+	return msgs
+}
+
+func quits(msgs []tea.Msg) bool {
+	return slices.ContainsFunc(msgs, func(m tea.Msg) bool { _, ok := m.(tea.QuitMsg); return ok })
+}
+
+func TestRaftKeys(t *testing.T) {
+	paused, step, ms := true, 1, 200.0
+	tests := []struct {
+		name       string
+		keys       []string
+		wantChaos  []lab.ChaosRequest
+		wantClocks int
+		check      func(t *testing.T, m *Model, twin *uitest.Lab)
+	}{
+		{name: "k kills the leader", keys: []string{"k"},
+			wantChaos: []lab.ChaosRequest{{Op: lab.OpKill, Targets: []string{"leader"}}},
+			check: func(t *testing.T, m *Model, _ *uitest.Lab) {
+				if !strings.Contains(m.status.text(), "Killed master-1/etcd, the leader of term 3") {
+					t.Errorf("status = %q", m.status.text())
+				}
+			}},
+		{name: "space pauses every member's clock", keys: []string{"space"}, wantClocks: 1,
+			check: func(t *testing.T, _ *Model, twin *uitest.Lab) {
+				if got := twin.Clocks[0]; got.Paused == nil || *got.Paused != paused || got.Step != 0 {
+					t.Errorf("clock request = %+v, want paused", got)
+				}
+			}},
+		{name: "dot does nothing while the clock runs", keys: []string{"."}},
+		{name: "minus slows the clock to half speed", keys: []string{"-"}, wantClocks: 1,
+			check: func(t *testing.T, _ *Model, twin *uitest.Lab) {
+				if got := twin.Clocks[0].TickIntervalMS; got == nil || *got != ms {
+					t.Errorf("tick interval = %v, want %v", got, ms)
+				}
+			}},
+		{name: "plus does nothing at full speed", keys: []string{"+"}},
+		{name: "p then enter partitions the leader", keys: []string{"p", "enter"},
+			wantChaos: []lab.ChaosRequest{{Op: lab.OpPartition, Targets: []string{"master-1"}}},
+			check: func(t *testing.T, m *Model, _ *uitest.Lab) {
+				if len(m.state.Partitions) != 1 || m.state.Partitions[0].Side[0] != "master-1" {
+					t.Errorf("partitions = %+v", m.state.Partitions)
+				}
+			}},
+		{name: "p, down, enter partitions the next member", keys: []string{"p", "down", "enter"},
+			wantChaos: []lab.ChaosRequest{{Op: lab.OpPartition, Targets: []string{"master-2"}}}},
+		{name: "p then esc does nothing", keys: []string{"p", "esc"}},
+		{name: "w writes a key", keys: []string{"w", "w"},
+			check: func(t *testing.T, _ *Model, twin *uitest.Lab) {
+				if !slices.Equal(twin.Puts, []string{"klab/demo/1", "klab/demo/2"}) {
+					t.Errorf("puts = %v", twin.Puts)
+				}
+			}},
+		{name: "r does nothing while every member runs", keys: []string{"r"}},
+		{name: "1 shows the overview, where k does nothing", keys: []string{"1", "k"},
+			check: func(t *testing.T, m *Model, _ *uitest.Lab) {
+				if m.view != ViewOverview {
+					t.Errorf("view = %v", m.view)
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, twin := fixture(t, true)
+			press(m, tt.keys...)
+			if !equalRequests(twin.Requests, tt.wantChaos) {
+				t.Errorf("chaos requests = %+v, want %+v", twin.Requests, tt.wantChaos)
+			}
+			if len(twin.Clocks) != tt.wantClocks {
+				t.Errorf("clock requests = %d, want %d", len(twin.Clocks), tt.wantClocks)
+			}
+			if tt.check != nil {
+				tt.check(t, m, twin)
+			}
+		})
+	}
+	_ = step
+}
+
+func equalRequests(a, b []lab.ChaosRequest) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Op != b[i].Op || !slices.Equal(a[i].Targets, b[i].Targets) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestStepWhilePaused(t *testing.T) {
+	m, twin := fixture(t, true)
+	for i := range m.state.Members {
+		m.state.Members[i].Status.Clock.Paused = true
+	}
+	press(m, ".", "space")
+	if len(twin.Clocks) != 2 || twin.Clocks[0].Step != 1 || twin.Clocks[1].Paused == nil || *twin.Clocks[1].Paused {
+		t.Errorf("clock requests = %+v, want a step then a resume", twin.Clocks)
+	}
+}
+
+func TestRestartAfterKill(t *testing.T) {
+	c := uitest.Setup(t, i18n.English)
+	info, st := uitest.Killed(3)
+	twin := uitest.NewLab(info, true)
+	m := New(c, twin, st)
+	m.SetSize(80, 24)
+	press(m, "r")
+	want := []lab.ChaosRequest{{Op: lab.OpRestart, Targets: []string{"master-1/etcd"}}}
+	if !equalRequests(twin.Requests, want) {
+		t.Errorf("chaos requests = %+v, want %+v", twin.Requests, want)
+	}
+}
+
+func TestQuit(t *testing.T) {
+	tests := []struct {
+		name       string
+		owned      bool
+		keys       []string
+		wantQuit   bool
+		wantClosed []bool
+	}{
+		{"attached quits at once, the cluster keeps running", false, []string{"q"}, true, nil},
+		{"owned asks first", true, []string{"q"}, false, nil},
+		{"owned, keep", true, []string{"q", "k"}, true, []bool{false}},
+		{"owned, remove", true, []string{"q", "r"}, true, []bool{true}},
+		{"owned, stay", true, []string{"q", "esc"}, false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, twin := fixture(t, tt.owned)
+			msgs := press(m, tt.keys...)
+			if got := quits(msgs); got != tt.wantQuit {
+				t.Errorf("quit = %v, want %v", got, tt.wantQuit)
+			}
+			if !slices.Equal(twin.Closed, tt.wantClosed) {
+				t.Errorf("closed = %v, want %v", twin.Closed, tt.wantClosed)
+			}
+		})
+	}
+}
+
+func TestQuitDialogGolden(t *testing.T) {
+	for _, lang := range uitest.Langs {
+		t.Run(string(lang), func(t *testing.T) {
+			m, _ := fixture(t, true)
+			i18n.SetLang(lang)
+			*m.c.Keys = *keysDefault()
+			press(m, "q")
+			got := m.View()
+			uitest.CheckFrame(t, got, 120, 40)
+			uitest.Golden(t, "quit-"+string(lang), got)
+		})
+	}
+}
+
+func TestFooterListsOnlyWorkingKeys(t *testing.T) {
+	m, _ := fixture(t, true)
+	footer := m.Footer(m.ShortHelp())
+	for _, absent := range []string{"step", "faster", "restart", "heal"} {
+		if strings.Contains(footer, absent) {
+			t.Errorf("footer offers %q, which does nothing now: %s", absent, footer)
+		}
+	}
+	m.SetSize(200, 60)
+	footer = m.Footer(m.ShortHelp())
+	for _, present := range []string{"pause clock", "kill leader", "partition", "write a key", "quit"} {
+		if !strings.Contains(footer, present) {
+			t.Errorf("footer lacks %q: %s", present, footer)
+		}
+	}
+}
+
+var _ = labio.ActionMsg{}
+
+func keysDefault() *keys.KeyMap { return keys.Default() }
