@@ -1,0 +1,54 @@
+package defaults
+
+import (
+	"reflect"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Default sets, in place, the fields kube-apiserver fills in on create and
+// update for obj. Objects of kinds without defaults (ServiceAccount, Event,
+// Binding, Lease, events.k8s.io Event) and kinds this package does not know
+// are left as they are.
+//
+// A new Job's metadata.uid must be set before Default is called: the
+// selector generated for the Job names it, and without it there is none.
+func Default(obj runtime.Object) {
+	if v := reflect.ValueOf(obj); obj == nil || (v.Kind() == reflect.Pointer && v.IsNil()) {
+		return
+	}
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		defaultPod(o)
+	case *corev1.Service:
+		defaultService(o)
+	case *corev1.Endpoints:
+		defaultEndpoints(o)
+	case *corev1.Namespace:
+		defaultNamespace(o)
+	case *corev1.Node:
+		defaultNode(o)
+	case *corev1.Secret:
+		defaultSecret(o)
+	case *corev1.ConfigMap:
+		// Upstream makes data an empty map. It is invisible on the wire
+		// (omitempty), but it keeps a decoded object equal to a stored one.
+		if o.Data == nil {
+			o.Data = map[string]string{}
+		}
+	case *appsv1.Deployment:
+		defaultDeployment(o)
+	case *appsv1.ReplicaSet:
+		defaultReplicaSet(o)
+	case *appsv1.DaemonSet:
+		defaultDaemonSet(o)
+	case *batchv1.Job:
+		defaultJob(o)
+	case *discoveryv1.EndpointSlice:
+		defaultEndpointSlice(o)
+	}
+}
