@@ -1,0 +1,30 @@
+// Package pki creates and loads a cluster's certificates, tokens and
+// kubeconfig, the files kubeadm keeps in /etc/kubernetes/pki and
+// /etc/kubernetes/admin.conf.
+//
+// Each cluster has its own certificate authority (ca.crt, ca.key: ECDSA
+// P-256, valid ten years). It signs the API server's serving certificate
+// (apiserver.crt, apiserver.key), whose subject alternative names cover
+// every address a client may use: the hosts klab passes in (node
+// addresses, the load balancer), localhost, 127.0.0.1, ::1, the in-cluster
+// names kubernetes, kubernetes.default, kubernetes.default.svc,
+// kubernetes.default.svc.cluster.local and the first service IP
+// 10.96.0.1. A client that trusts ca.crt can then reach any API server,
+// directly or through the load balancer, and verify whom it talks to.
+//
+// Clients prove who they are with bearer tokens, listed in tokens.csv in
+// kube-apiserver's --token-auth-file format (see package
+// cluster/apiserver/auth): the admin of the user's kubeconfig
+// (kubernetes-admin, group system:masters), a read-only klab-viewer (group
+// klab:viewers), and one identity per component: system:kube-scheduler,
+// system:kube-controller-manager, system:kube-proxy and
+// system:node:<node> (group system:nodes) for each kubelet. Upstream
+// components usually authenticate with client certificates instead;
+// tokens keep klab's lesson on authentication to one idea.
+//
+// [Ensure] is idempotent: a second call returns the same CA and tokens. It
+// issues a new serving certificate only when the wanted names changed, the
+// old one no longer matches the CA, or it is about to expire. Every file is
+// replaced atomically (written to a temporary file, then renamed), and
+// keys and tokens are readable by their owner only.
+package pki
