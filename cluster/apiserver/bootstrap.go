@@ -1,0 +1,66 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// DefaultNamespaces exist from the start, as in every cluster.
+var DefaultNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
+
+// bootstrap creates what a new cluster has before anybody asks: the
+// default namespaces and the `kubernetes` Service in default, whose
+// ClusterIP is the first address of the service range. Every API server
+// does it at start and tolerates finding it done (several start at once).
+// Each namespace's "default" ServiceAccount is the service account
+// controller's job upstream; klab's API server makes the ones of the
+// default namespaces so that pods can be created before the controller
+// manager runs.
+func (s *Server) bootstrap(ctx context.Context) error {
+	for _, name := range DefaultNamespaces {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := s.ensure(ctx, namespacesGVR, "", ns); err != nil {
+			return err
+		}
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: name}}
+		if err := s.ensure(ctx, serviceAccountsGVR, name, sa); err != nil {
+			return err
+		}
+	}
+	first, err := firstServiceIP(s.cfg.ServiceCIDR)
+	if err != nil {
+		return err
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: metav1.NamespaceDefault,
+			Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}},
+		Spec: corev1.ServiceSpec{
+			ClusterIP: first,
+			Ports:     []corev1.ServicePort{{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(DefaultSecurePort)}},
+		},
+	}
+	return s.ensure(ctx, schema.GroupVersionResource{Version: "v1", Resource: "services"}, metav1.NamespaceDefault, svc)
+}
+
+func (s *Server) ensure(ctx context.Context, gvr schema.GroupVersionResource, namespace string, obj runtime.Object) error {
+	res, _ := s.reg.Lookup(gvr)
+	_, err := s.createObject(ctx, res, namespace, obj, false)
+	if err == nil || apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	if apierrors.IsInvalid(err) && gvr.Resource == "services" {
+		// The ClusterIP is taken: by the kubernetes service itself,
+		// created by another API server a moment ago.
+		if _, getErr := s.store.Get(ctx, res, namespace, "kubernetes"); getErr == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("bootstrap %s: %w", gvr.Resource, err)
+}

@@ -1,0 +1,192 @@
+package apiserver
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/klab-dev/klab/cluster/apiserver/auth"
+	"github.com/klab-dev/klab/cluster/apiserver/registry"
+)
+
+// ServeHTTP runs a request through authentication, authorization and the
+// handler for what it asks.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.waitRunning(r.Context())
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+	info := parseRequestInfo(r)
+	user, authenticated := auth.User{}, false
+	if s.cfg.Authenticator != nil {
+		user, authenticated = s.cfg.Authenticator.AuthenticateRequest(r)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			writeError(rec, r, apierrors.NewInternalError(fmt.Errorf("panic serving %s %s: %v", r.Method, r.URL.Path, p)))
+		}
+		s.requests.record(info, user.Name, rec.code, time.Since(start), rec.Header().Get(headerRevision))
+	}()
+
+	if isPublicPath(r.URL.Path) {
+		s.serveNonResource(rec, r, info)
+		return
+	}
+	if !authenticated {
+		// No valid token: 401 before anything else is looked at.
+		writeError(rec, r, apierrors.NewUnauthorized("Unauthorized"))
+		return
+	}
+	attrs := auth.Attributes{
+		User: user, Verb: info.verb, APIGroup: info.gv.Group, APIVersion: info.gv.Version,
+		Resource: info.resource, Subresource: info.subresource, Namespace: info.namespace, Name: info.name,
+		Path: r.URL.Path, ResourceRequest: info.resourceRequest,
+	}
+	if decision, _ := s.cfg.Authorizer.Authorize(attrs); decision != auth.DecisionAllow {
+		writeError(rec, r, forbidden(info, attrs))
+		return
+	}
+	if !info.resourceRequest {
+		s.serveNonResource(rec, r, info)
+		return
+	}
+	res, ok := s.reg.Lookup(info.gvr())
+	if !ok {
+		writeError(rec, r, notFoundResource())
+		return
+	}
+	req := &request{Request: r, info: info, user: user, res: res}
+	s.serveResource(rec, req)
+}
+
+// request is one resource request on its way through the handlers.
+type request struct {
+	*http.Request
+	info requestInfo
+	user auth.User
+	res  *registry.Resource
+}
+
+func forbidden(info requestInfo, attrs auth.Attributes) error {
+	msg := auth.ForbiddenMessage(attrs)
+	if !info.resourceRequest {
+		err := apierrors.NewForbidden(schemaGroupResource("", ""), "", fmt.Errorf("%s", msg))
+		err.ErrStatus.Message = "forbidden: " + msg
+		return err
+	}
+	gr := schemaGroupResource(info.gv.Group, info.resource)
+	if info.subresource != "" {
+		gr.Resource += "/" + info.subresource
+	}
+	return apierrors.NewForbidden(gr, info.name, fmt.Errorf("%s", msg))
+}
+
+func notFoundResource() error {
+	err := apierrors.NewNotFound(schemaGroupResource("", ""), "")
+	err.ErrStatus.Message = "the server could not find the requested resource"
+	err.ErrStatus.Details = &metav1StatusDetails{}
+	return err
+}
+
+// serveResource dispatches a resource request by verb and subresource.
+func (s *Server) serveResource(w http.ResponseWriter, req *request) {
+	if req.info.subresource != "" {
+		s.serveSubresource(w, req)
+		return
+	}
+	if !req.res.HasVerb(req.info.verb) {
+		writeError(w, req.Request, apierrors.NewMethodNotSupported(req.res.GroupResource(), req.info.verb))
+		return
+	}
+	if req.res.Namespaced && req.info.namespace == "" && req.info.name != "" {
+		writeError(w, req.Request, notFoundResource())
+		return
+	}
+	switch req.info.verb {
+	case registry.VerbGet:
+		s.get(w, req)
+	case registry.VerbList:
+		s.list(w, req)
+	case registry.VerbWatch:
+		s.watch(w, req)
+	case registry.VerbCreate:
+		s.create(w, req)
+	case registry.VerbUpdate:
+		s.update(w, req)
+	case registry.VerbPatch:
+		s.patch(w, req)
+	case registry.VerbDelete:
+		s.delete(w, req)
+	case registry.VerbDeleteCollection:
+		s.deleteCollection(w, req)
+	default:
+		writeError(w, req.Request, apierrors.NewMethodNotSupported(req.res.GroupResource(), req.Method))
+	}
+}
+
+// readBody reads a request body up to upstream's size limit.
+func readBody(r *http.Request) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBodyBytes+1))
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("read request body: %v", err))
+	}
+	if len(data) > maxRequestBodyBytes {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxRequestBodyBytes))
+	}
+	return data, nil
+}
+
+func isPublicPath(path string) bool {
+	switch path {
+	case "/healthz", "/livez", "/readyz", "/version", "/version/":
+		return true
+	}
+	return strings.HasPrefix(path, "/healthz/") || strings.HasPrefix(path, "/livez/") || strings.HasPrefix(path, "/readyz/")
+}
+
+// statusRecorder remembers the response code for the request log and
+// passes flushes and hijacks through (watches stream).
+type statusRecorder struct {
+	http.ResponseWriter
+	code        int
+	wroteHeader bool
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if !r.wroteHeader {
+		r.code, r.wroteHeader = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	r.wroteHeader = true
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	h, ok := r.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, fmt.Errorf("connection cannot be hijacked")
+	}
+	return h.Hijack()
+}
+
+// quietLog drops net/http's own log lines (TLS handshake noise from health
+// checks); errors that matter reach clients as Status objects.
+func quietLog() *log.Logger { return log.New(io.Discard, "", 0) }

@@ -1,0 +1,112 @@
+package registry
+
+import (
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func gvr(group, version, resource string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: group, Version: version, Resource: resource}
+}
+
+// builtin is the table of served resources. Verbs, short names, categories
+// and subresources are those `kubectl api-resources -o wide` shows for a
+// kube-apiserver of the same version.
+func builtin() []*Resource {
+	return []*Resource{
+		// core/v1
+		{GroupVersionResource: gvr("", "v1", "bindings"), Kind: "Binding", Namespaced: true, Verbs: createOnly, Virtual: true},
+		{GroupVersionResource: gvr("", "v1", "configmaps"), Kind: "ConfigMap", Namespaced: true, Verbs: allVerbs, ShortNames: []string{"cm"}},
+		{GroupVersionResource: gvr("", "v1", "endpoints"), Kind: "Endpoints", SingularName: "endpoints", Namespaced: true, Verbs: allVerbs, ShortNames: []string{"ep"}},
+		{GroupVersionResource: gvr("", "v1", "events"), Kind: "Event", Namespaced: true, Verbs: allVerbs, ShortNames: []string{"ev"}, FieldLabels: coreEventFields},
+		{GroupVersionResource: gvr("", "v1", "namespaces"), Kind: "Namespace", Verbs: namespaceVerb, Subresources: []string{SubStatus}, ShortNames: []string{"ns"}, FieldLabels: namespaceFields},
+		{GroupVersionResource: gvr("", "v1", "nodes"), Kind: "Node", Verbs: allVerbs, Subresources: []string{SubStatus}, ShortNames: []string{"no"}, FieldLabels: nodeFields},
+		{GroupVersionResource: gvr("", "v1", "pods"), Kind: "Pod", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubBinding, SubLog, SubStatus}, ShortNames: []string{"po"}, Categories: []string{"all"}, FieldLabels: podFields},
+		{GroupVersionResource: gvr("", "v1", "secrets"), Kind: "Secret", Namespaced: true, Verbs: allVerbs, FieldLabels: secretFields},
+		{GroupVersionResource: gvr("", "v1", "serviceaccounts"), Kind: "ServiceAccount", Namespaced: true, Verbs: allVerbs, ShortNames: []string{"sa"}},
+		{GroupVersionResource: gvr("", "v1", "services"), Kind: "Service", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubStatus}, ShortNames: []string{"svc"}, Categories: []string{"all"}, FieldLabels: serviceFields},
+		// apps/v1
+		{GroupVersionResource: gvr("apps", "v1", "daemonsets"), Kind: "DaemonSet", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubStatus}, ShortNames: []string{"ds"}, Categories: []string{"all"}},
+		{GroupVersionResource: gvr("apps", "v1", "deployments"), Kind: "Deployment", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubScale, SubStatus}, ShortNames: []string{"deploy"}, Categories: []string{"all"}},
+		{GroupVersionResource: gvr("apps", "v1", "replicasets"), Kind: "ReplicaSet", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubScale, SubStatus}, ShortNames: []string{"rs"}, Categories: []string{"all"}, FieldLabels: replicaSetFields},
+		// authentication.k8s.io/v1, authorization.k8s.io/v1: computed per request.
+		{GroupVersionResource: gvr("authentication.k8s.io", "v1", "selfsubjectreviews"), Kind: "SelfSubjectReview", Verbs: createOnly, Virtual: true},
+		{GroupVersionResource: gvr("authorization.k8s.io", "v1", "selfsubjectaccessreviews"), Kind: "SelfSubjectAccessReview", Verbs: createOnly, Virtual: true},
+		{GroupVersionResource: gvr("authorization.k8s.io", "v1", "selfsubjectrulesreviews"), Kind: "SelfSubjectRulesReview", Verbs: createOnly, Virtual: true},
+		// batch/v1
+		{GroupVersionResource: gvr("batch", "v1", "jobs"), Kind: "Job", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubStatus}, Categories: []string{"all"}, FieldLabels: jobFields},
+		// coordination.k8s.io/v1
+		{GroupVersionResource: gvr("coordination.k8s.io", "v1", "leases"), Kind: "Lease", Namespaced: true, Verbs: allVerbs},
+		// discovery.k8s.io/v1
+		{GroupVersionResource: gvr("discovery.k8s.io", "v1", "endpointslices"), Kind: "EndpointSlice", Namespaced: true, Verbs: allVerbs},
+		// events.k8s.io/v1: the same events as core/v1, in the newer shape.
+		{GroupVersionResource: gvr("events.k8s.io", "v1", "events"), Kind: "Event", Namespaced: true, Verbs: allVerbs, ShortNames: []string{"ev"}, StorageResource: "events", FieldLabels: coreEventFields},
+	}
+}
+
+// The field selector labels below are upstream's (each resource's
+// ToSelectableFields / GetAttrs in pkg/registry).
+
+func podFields(obj runtime.Object) map[string]string {
+	p := obj.(*corev1.Pod)
+	return map[string]string{
+		"spec.nodeName":            p.Spec.NodeName,
+		"spec.restartPolicy":       string(p.Spec.RestartPolicy),
+		"spec.schedulerName":       p.Spec.SchedulerName,
+		"spec.serviceAccountName":  p.Spec.ServiceAccountName,
+		"spec.hostNetwork":         strconv.FormatBool(p.Spec.HostNetwork),
+		"status.phase":             string(p.Status.Phase),
+		"status.podIP":             p.Status.PodIP,
+		"status.nominatedNodeName": p.Status.NominatedNodeName,
+	}
+}
+
+func nodeFields(obj runtime.Object) map[string]string {
+	return map[string]string{"spec.unschedulable": strconv.FormatBool(obj.(*corev1.Node).Spec.Unschedulable)}
+}
+
+func namespaceFields(obj runtime.Object) map[string]string {
+	return map[string]string{"status.phase": string(obj.(*corev1.Namespace).Status.Phase)}
+}
+
+func secretFields(obj runtime.Object) map[string]string {
+	return map[string]string{"type": string(obj.(*corev1.Secret).Type)}
+}
+
+func serviceFields(obj runtime.Object) map[string]string {
+	s := obj.(*corev1.Service)
+	return map[string]string{"spec.clusterIP": s.Spec.ClusterIP, "spec.type": string(s.Spec.Type)}
+}
+
+func replicaSetFields(obj runtime.Object) map[string]string {
+	return map[string]string{"status.replicas": strconv.Itoa(int(obj.(*appsv1.ReplicaSet).Status.Replicas))}
+}
+
+func jobFields(obj runtime.Object) map[string]string {
+	return map[string]string{"status.successful": strconv.Itoa(int(obj.(*batchv1.Job).Status.Succeeded))}
+}
+
+func coreEventFields(obj runtime.Object) map[string]string {
+	e, ok := obj.(*corev1.Event)
+	if !ok {
+		return nil // events.k8s.io events are converted to core events before selection
+	}
+	return map[string]string{
+		"involvedObject.kind":            e.InvolvedObject.Kind,
+		"involvedObject.namespace":       e.InvolvedObject.Namespace,
+		"involvedObject.name":            e.InvolvedObject.Name,
+		"involvedObject.uid":             string(e.InvolvedObject.UID),
+		"involvedObject.apiVersion":      e.InvolvedObject.APIVersion,
+		"involvedObject.resourceVersion": e.InvolvedObject.ResourceVersion,
+		"involvedObject.fieldPath":       e.InvolvedObject.FieldPath,
+		"reason":                         e.Reason,
+		"reportingComponent":             e.ReportingController,
+		"source":                         e.Source.Component,
+		"type":                           e.Type,
+	}
+}

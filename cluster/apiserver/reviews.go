@@ -1,0 +1,46 @@
+package apiserver
+
+import (
+	"net/http"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// createVirtual serves the resources that are answered, not stored: the
+// self reviews kubectl auth uses, and bindings.
+func (s *Server) createVirtual(w http.ResponseWriter, req *request, obj runtime.Object) {
+	switch o := obj.(type) {
+	case *authorizationv1.SelfSubjectAccessReview:
+		// kubectl auth can-i: authorization asked about a request that is
+		// not made.
+		o.Status = s.cfg.Authorizer.Review(req.user, o.Spec)
+		o.ObjectMeta = metav1.ObjectMeta{CreationTimestamp: metav1.Now()}
+		writeObject(w, req.Request, http.StatusCreated, o)
+	case *authorizationv1.SelfSubjectRulesReview:
+		o.Status = s.cfg.Authorizer.Rules(req.user, o.Spec.Namespace)
+		o.ObjectMeta = metav1.ObjectMeta{CreationTimestamp: metav1.Now()}
+		writeObject(w, req.Request, http.StatusCreated, o)
+	case *authenticationv1.SelfSubjectReview:
+		// kubectl auth whoami: what authentication made of the token.
+		o.Status.UserInfo = authenticationv1.UserInfo{Username: req.user.Name, UID: req.user.UID, Groups: req.user.Groups}
+		o.ObjectMeta = metav1.ObjectMeta{CreationTimestamp: metav1.Now()}
+		writeObject(w, req.Request, http.StatusCreated, o)
+	case *corev1.Binding:
+		// POST namespaces/{ns}/bindings: the older form of pods/binding,
+		// naming the pod in the binding.
+		podReq := *req
+		podReq.info.name = o.Name
+		if err := s.bindPod(req.Context(), &podReq, o); err != nil {
+			writeError(w, req.Request, err)
+			return
+		}
+		writeRaw(w, http.StatusCreated, false, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: http.StatusCreated})
+	default:
+		writeError(w, req.Request, apierrors.NewMethodNotSupported(req.res.GroupResource(), "create"))
+	}
+}

@@ -1,0 +1,258 @@
+// Package apiserver is klab's Kubernetes API server: the real object types
+// of k8s.io/api, kept in etcd through clientv3, served over HTTPS so that
+// the real kubectl and client-go work against it.
+//
+// A request takes upstream's path through the server:
+//
+//	authentication (bearer token) → authorization (RBAC-style roles)
+//	→ decoding → admission (defaults, namespace lifecycle, service
+//	accounts, tolerations, IP and port allocation) → validation
+//	→ storage in etcd (a transaction on the object's revision)
+//	→ watchers are told through their etcd watches
+//
+// Each step has its own file. What a resource supports (verbs, short names,
+// field selectors, where it is kept) is data in package registry; the
+// generic storage is package storage.
+package apiserver
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"reflect"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/klab-dev/klab/cluster/apiserver/allocator"
+	"github.com/klab-dev/klab/cluster/apiserver/auth"
+	"github.com/klab-dev/klab/cluster/apiserver/openapi"
+	"github.com/klab-dev/klab/cluster/apiserver/registry"
+	"github.com/klab-dev/klab/cluster/apiserver/storage"
+)
+
+// Defaults as upstream's kube-apiserver flags.
+const (
+	DefaultServiceCIDR   = "10.96.0.0/12"
+	DefaultNodePortBase  = 30000
+	DefaultNodePortSize  = 2768 // 30000-32767
+	DefaultSecurePort    = 6443
+	maxRequestBodyBytes  = 3 * 1024 * 1024 // --max-resource-write-bytes
+	defaultWatchTimeout  = 30 * time.Minute
+	defaultRequestTimout = 60 * time.Second
+)
+
+// Config configures one API server.
+type Config struct {
+	// Name identifies this server in events and status ("master-1").
+	Name string
+	// Etcd is the client the server stores through.
+	Etcd *clientv3.Client
+	// Listen is the address to serve on ("127.0.0.1:6443").
+	Listen string
+	// TLS is the serving configuration; nil serves plain HTTP (tests of
+	// single parts only: every cluster serves HTTPS).
+	TLS *tls.Config
+	// Authenticator identifies a request's user; Authorizer decides what
+	// the user may do.
+	Authenticator *auth.TokenAuthenticator
+	Authorizer    *auth.Authorizer
+	// ServiceCIDR is the ClusterIP range; NodePortBase and NodePortSize
+	// the NodePort range.
+	ServiceCIDR  string
+	NodePortBase int
+	NodePortSize int
+	// AdvertiseAddress is what discovery reports as the server address.
+	AdvertiseAddress string
+	// KubeletCA verifies kubelets when pods/log is proxied to them;
+	// KubeletToken authenticates the API server to them.
+	KubeletCA    *x509.CertPool
+	KubeletToken string
+	// BookmarkInterval overrides how often idle watches get a bookmark.
+	BookmarkInterval time.Duration
+}
+
+// Server is a running API server.
+type Server struct {
+	cfg      Config
+	reg      *registry.Registry
+	store    *storage.Store
+	ips      *allocator.IPAllocator
+	ports    *allocator.PortAllocator
+	openapi  http.Handler
+	requests *requestLog
+
+	// paused is closed while the server runs and replaced by an open
+	// channel while it is paused (docker pause freezes a process; here
+	// requests wait at the door).
+	pauseMu sync.Mutex
+	running chan struct{}
+
+	ln       net.Listener
+	http     *http.Server
+	done     chan struct{}
+	serveErr error
+	stopOnce sync.Once
+}
+
+// New prepares a server; Start serves it.
+func New(cfg Config) (*Server, error) {
+	if cfg.Etcd == nil {
+		return nil, errors.New("api server needs an etcd client")
+	}
+	if cfg.ServiceCIDR == "" {
+		cfg.ServiceCIDR = DefaultServiceCIDR
+	}
+	if cfg.NodePortBase == 0 {
+		cfg.NodePortBase, cfg.NodePortSize = DefaultNodePortBase, DefaultNodePortSize
+	}
+	if cfg.Authorizer == nil {
+		cfg.Authorizer = auth.NewAuthorizer()
+	}
+	if cfg.BookmarkInterval == 0 {
+		cfg.BookmarkInterval = storage.DefaultBookmarkInterval
+	}
+	s := &Server{
+		cfg:      cfg,
+		reg:      registry.New(),
+		store:    storage.New(cfg.Etcd),
+		requests: newRequestLog(),
+		done:     make(chan struct{}),
+		running:  make(chan struct{}),
+	}
+	close(s.running)
+	var err error
+	if s.ips, err = allocator.NewIPAllocator(cfg.Etcd, cfg.ServiceCIDR); err != nil {
+		return nil, fmt.Errorf("service CIDR: %w", err)
+	}
+	if s.ports, err = allocator.NewPortAllocator(cfg.Etcd, cfg.NodePortBase, cfg.NodePortSize); err != nil {
+		return nil, fmt.Errorf("node port range: %w", err)
+	}
+	var resources []openapi.Resource
+	for _, r := range s.reg.All() {
+		resources = append(resources, openapi.Resource{
+			Group: r.Group, Version: r.Version, Resource: r.Resource, Kind: r.Kind, ListKind: r.ListKind,
+			Namespaced: r.Namespaced, Verbs: r.Verbs, Subresources: r.Subresources,
+			Type: r.Type(), ListType: listTypeOrNil(r),
+		})
+	}
+	if s.openapi, err = openapi.NewHandler(resources); err != nil {
+		return nil, fmt.Errorf("build OpenAPI documents: %w", err)
+	}
+	return s, nil
+}
+
+func listTypeOrNil(r *registry.Resource) (t reflect.Type) {
+	defer func() {
+		if recover() != nil {
+			t = nil // virtual resources (reviews, bindings) have no list kind
+		}
+	}()
+	return r.ListType()
+}
+
+// Start bootstraps the cluster's built-in objects and starts serving.
+func (s *Server) Start(ctx context.Context) error {
+	if err := s.bootstrap(ctx); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("api server listen on %s: %w", s.cfg.Listen, err)
+	}
+	if s.cfg.TLS != nil {
+		ln = tls.NewListener(ln, s.cfg.TLS)
+	}
+	s.ln = ln
+	s.http = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          quietLog(),
+	}
+	go func() {
+		err := s.http.Serve(ln)
+		if !errors.Is(err, http.ErrServerClosed) {
+			s.serveErr = err
+		}
+		close(s.done)
+	}()
+	return nil
+}
+
+// Addr returns the address the server listens on.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Done is closed when the server stops serving.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Err returns why the server stopped, if it failed.
+func (s *Server) Err() error { return s.serveErr }
+
+// Stop stops serving; open watches are closed.
+func (s *Server) Stop() {
+	s.stopOnce.Do(func() {
+		if s.http == nil {
+			close(s.done)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := s.http.Shutdown(ctx); err != nil {
+			s.http.Close()
+		}
+		<-s.done
+	})
+}
+
+// Registry returns the served resources.
+func (s *Server) Registry() *registry.Registry { return s.reg }
+
+// Kill stops serving at once, cutting open connections, as kill -9 would.
+func (s *Server) Kill() {
+	s.stopOnce.Do(func() {
+		if s.http == nil {
+			close(s.done)
+			return
+		}
+		s.http.Close()
+		<-s.done
+	})
+}
+
+// Pause holds every new request until Resume.
+func (s *Server) Pause() {
+	s.pauseMu.Lock()
+	defer s.pauseMu.Unlock()
+	select {
+	case <-s.running:
+		s.running = make(chan struct{})
+	default:
+	}
+}
+
+// Resume lets held requests through.
+func (s *Server) Resume() {
+	s.pauseMu.Lock()
+	defer s.pauseMu.Unlock()
+	select {
+	case <-s.running:
+	default:
+		close(s.running)
+	}
+}
+
+// waitRunning blocks while the server is paused.
+func (s *Server) waitRunning(ctx context.Context) {
+	s.pauseMu.Lock()
+	ch := s.running
+	s.pauseMu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
+}
