@@ -10,7 +10,12 @@ ARGS    ?=
 # (klab/node:<build-id>) and rebuild it only when the binary changed.
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BUILD_ID ?= $(shell find . -path ./bin -prune -o -path ./.git -prune -o \( -name '*.go' -o -name '*.json' -o -name go.sum \) -type f -print | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-12)
-LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.buildID=$(BUILD_ID)
+# The embedded kubectl reports the Kubernetes version of the k8s.io modules
+# it is built from, as the official binary is stamped at release.
+KUBE_VERSION := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubectl 2>/dev/null | sed 's/^v0\./v1./')
+KUBE_MINOR   := $(word 2,$(subst ., ,$(KUBE_VERSION)))
+KUBE_LDFLAGS := $(foreach p,k8s.io/client-go/pkg/version k8s.io/component-base/version,-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=$(KUBE_MINOR) -X $(p).gitTreeState=clean)
+LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.buildID=$(BUILD_ID) $(KUBE_LDFLAGS)
 
 TEST_TIMEOUT ?= 10m
 
@@ -26,7 +31,7 @@ run: build
 
 ## test: every package's tests, without -race (race on two cores is slow)
 test:
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -ldflags '$(KUBE_LDFLAGS)' ./...
 
 ## bench: klab's etcd against real etcd side by side (tables on stdout), then
 ## the Go benchmarks of every other package that has some

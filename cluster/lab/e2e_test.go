@@ -81,8 +81,10 @@ func TestClusterEndToEnd(t *testing.T) {
 			c.Close(context.Background(), nil)
 		}
 	}()
-	if done != 4 || failed != 0 {
-		t.Errorf("steps done/failed = %d/%d, want 4/0", done, failed)
+	// nodes, etcd, leader, LB node, PKI, API servers, LB, kubeconfig,
+	// cluster.json.
+	if done != 9 || failed != 0 {
+		t.Errorf("steps done/failed = %d/%d, want 9/0", done, failed)
 	}
 
 	// cluster.json describes the cluster as it runs.
@@ -162,8 +164,10 @@ func TestClusterEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("partition leader: %v", err)
 	}
-	if len(res.Side) != 1 || res.Side[0] != isolated || len(res.From) != 2 {
-		t.Errorf("partition result = %+v, want %s against the two others", res, isolated)
+	// The other side is every other node: the two masters and the load
+	// balancer's node.
+	if len(res.Side) != 1 || res.Side[0] != isolated || len(res.From) != 3 {
+		t.Errorf("partition result = %+v, want %s against the two other masters and the lb", res, isolated)
 	}
 	waitFor(t, name, "a leader on the majority side", func(st *ClusterStatus) bool {
 		return st.Leader != "" && st.Leader != isolated && leaderTerm(st) > term

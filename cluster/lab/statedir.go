@@ -71,6 +71,13 @@ type Info struct {
 	Nodes         []runtime.Node `json:"nodes"`
 	// ClusterToken is etcd's initial-cluster-token.
 	ClusterToken string `json:"clusterToken"`
+	// APIServer is the URL clients use (the load balancer's when there are
+	// several masters); APIServers are each master's own; Kubeconfig is
+	// the admin kubeconfig's path.
+	APIServer  string        `json:"apiServer,omitempty"`
+	APIServers []string      `json:"apiServers,omitempty"`
+	Kubeconfig string        `json:"kubeconfig,omitempty"`
+	LB         *runtime.Node `json:"lb,omitempty"`
 }
 
 // MemberInfo says where one etcd member answers.

@@ -31,6 +31,10 @@ type ClusterStatus struct {
 	// Running says whether a `klab up` process answers on the control socket.
 	Running       bool     `json:"running"`
 	EtcdEndpoints []string `json:"etcdEndpoints"`
+	// APIServer is the URL kubectl uses and Kubeconfig the admin
+	// kubeconfig's path.
+	APIServer  string `json:"apiServer,omitempty"`
+	Kubeconfig string `json:"kubeconfig,omitempty"`
 	// Leader is the name of the member the others follow, if any.
 	Leader  string         `json:"leader,omitempty"`
 	Members []MemberStatus `json:"members"`
@@ -94,7 +98,7 @@ func Status(ctx context.Context, name string) (*ClusterStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &ClusterStatus{Name: info.Name, Runtime: info.Runtime, EtcdEndpoints: info.EtcdEndpoints}
+	st := &ClusterStatus{Name: info.Name, Runtime: info.Runtime, EtcdEndpoints: info.EtcdEndpoints, APIServer: info.APIServer, Kubeconfig: info.Kubeconfig}
 	states := map[runtime.Ref]runtime.ComponentInfo{}
 	if c, err := Connect(ctx, name); err == nil {
 		st.Running = true

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/etcd"
+	"github.com/klab-dev/klab/cluster/lab/pki"
 	"github.com/klab-dev/klab/cluster/runtime"
 	"github.com/klab-dev/klab/cluster/runtime/local"
 )
@@ -152,7 +154,54 @@ func Up(ctx context.Context, spec Spec, opts Options) (_ *Cluster, err error) {
 	}); err != nil {
 		return nil, err
 	}
+	var lbNode *runtime.Node
+	if spec.Masters > 1 {
+		if err := p.step(i18n.M("up.step.lb-node"), func() error {
+			n, err := c.createLBNode(ctx, prev)
+			lbNode = &n
+			return err
+		}); err != nil {
+			return nil, err
+		}
+	}
+	var certs *pki.PKI
+	if err := p.step(i18n.M("up.step.pki", filepath.Join(dir, pkiDirName)), func() error {
+		var err error
+		certs, err = c.ensurePKI(nodes, lbNode)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if err := p.step(i18n.M("up.step.apiservers", len(nodes)), func() error {
+		return c.startAPIServers(ctx, nodes)
+	}); err != nil {
+		return nil, err
+	}
+	for i := range c.topo {
+		c.topo[i].Components = append(c.topo[i].Components, runtime.ComponentAPIServer)
+	}
+	server := "https://" + net.JoinHostPort(nodes[0].Host, strconv.Itoa(nodes[0].Ports["apiserver"]))
+	if lbNode != nil {
+		if err := p.step(i18n.M("up.step.lb"), func() error {
+			return c.startLB(ctx, *lbNode, nodes)
+		}); err != nil {
+			return nil, err
+		}
+		c.topo = append(c.topo, nodeComponents{Node: lbNode.Name, Components: []string{runtime.ComponentLB}})
+		server = "https://" + net.JoinHostPort(lbNode.Host, strconv.Itoa(lbNode.Ports["apiserver"]))
+	}
+	if err := p.step(i18n.M("up.step.kubeconfig", filepath.Join(dir, KubeconfigFile)), func() error {
+		return c.writeKubeconfigs(certs, server)
+	}); err != nil {
+		return nil, err
+	}
 	info := c.newInfo(rtName, nodes, prev)
+	info.LB = lbNode
+	info.APIServer = server
+	info.Kubeconfig = filepath.Join(dir, KubeconfigFile)
+	for _, n := range nodes {
+		info.APIServers = append(info.APIServers, "https://"+net.JoinHostPort(n.Host, strconv.Itoa(n.Ports["apiserver"])))
+	}
 	if err := p.step(i18n.M("up.step.info", filepath.Join(dir, InfoFile)), func() error {
 		return writeInfo(dir, info)
 	}); err != nil {
@@ -186,13 +235,26 @@ func (c *Cluster) previous(rtName string) (*Info, error) {
 
 func (c *Cluster) token() string { return "klab-" + c.spec.Name }
 
+// createLBNode creates the load balancer's node, which a cluster with
+// several masters has (as kind runs haproxy in a container of its own).
+func (c *Cluster) createLBNode(ctx context.Context, prev *Info) (runtime.Node, error) {
+	spec := runtime.NodeSpec{
+		Name: runtime.RoleLB, Role: runtime.RoleLB, Index: 1,
+		Ports: []runtime.Port{{Name: "apiserver", Default: apiServerPort}},
+	}
+	if prev != nil && prev.LB != nil {
+		spec.Reuse = prev.LB
+	}
+	return c.rt.CreateNode(ctx, spec)
+}
+
 func (c *Cluster) createNodes(ctx context.Context, nodes []runtime.Node, prev *Info) error {
 	for i := range nodes {
 		spec := runtime.NodeSpec{
 			Name:  runtime.RoleMaster + "-" + strconv.Itoa(i+1),
 			Role:  runtime.RoleMaster,
 			Index: i + 1,
-			Ports: []runtime.Port{{Name: "etcd-client", Default: etcdClientPort}, {Name: "etcd-peer", Default: etcdPeerPort}},
+			Ports: []runtime.Port{{Name: "etcd-client", Default: etcdClientPort}, {Name: "etcd-peer", Default: etcdPeerPort}, {Name: "apiserver", Default: apiServerPort}},
 		}
 		if prev != nil {
 			spec.Reuse = &prev.Nodes[i]

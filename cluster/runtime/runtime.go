@@ -29,9 +29,15 @@ const (
 	RoleWorker = "worker"
 )
 
+// RoleLB is the role of the load balancer's node, which exists when a
+// cluster has several masters.
+const RoleLB = "lb"
+
 // Component names, as they appear in a Ref and in `docker ps`.
 const (
-	ComponentEtcd = "etcd"
+	ComponentEtcd      = "etcd"
+	ComponentAPIServer = "kube-apiserver"
+	ComponentLB        = "lb"
 )
 
 // Ref addresses one component on one node, written "<node>/<component>"
@@ -107,6 +113,32 @@ type ComponentSpec struct {
 	// Etcd is the member's configuration. The runtime fills in what belongs
 	// to it: the data dir (when empty), the fault table and the logger.
 	Etcd *etcd.Config
+	// APIServer runs a kube-apiserver.
+	APIServer *APIServerSpec
+	// LB runs the load balancer in front of the API servers.
+	LB *LBSpec
+}
+
+// APIServerSpec describes an API server.
+type APIServerSpec struct {
+	// EtcdEndpoints are the etcd members' client URLs.
+	EtcdEndpoints []string `json:"etcdEndpoints"`
+	// Listen is host:port to serve HTTPS on.
+	Listen string `json:"listen"`
+	// PKIDir holds the cluster's CA, serving certificate and tokens.
+	PKIDir string `json:"pkiDir"`
+	// AdvertiseAddress is the address clients are told to use.
+	AdvertiseAddress string `json:"advertiseAddress,omitempty"`
+}
+
+// LBSpec describes the load balancer.
+type LBSpec struct {
+	// Listen is host:port to accept connections on.
+	Listen string `json:"listen"`
+	// Backends are the API servers' host:port.
+	Backends []string `json:"backends"`
+	// PKIDir holds the CA the health checks verify API servers with.
+	PKIDir string `json:"pkiDir"`
 }
 
 // State is the lifecycle state of a component.

@@ -77,6 +77,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newChaosCmd(),
 		newClockCmd(),
 		newEtcdctlCmd(),
+		newKubectlCmd(),
 		newComponentCmd(),
 	)
 	localizeBuiltinFlags(root)

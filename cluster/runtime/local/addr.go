@@ -19,11 +19,14 @@ import (
 // block, derived from its name, so that two clusters never share a node
 // address: otherwise a port that a stopped member of one cluster left free
 // could be taken by a member of the other before the first restarts. In a
-// cluster's /24, master-N is .(10+N) and worker-N is .(100+N). Should two
+// cluster's /24, master-N is .(10+N), worker-N is .(100+N) and the load
+// balancer is .2. Should two
 // names hash to the same /24, their nodes still get ports of their own,
 // each chosen free when the cluster is created. Other systems route only
 // 127.0.0.1 by default, so there every node shares it and only ports differ.
 const (
+	// lbHost is the load balancer's node, .2 in the cluster's /24.
+	lbHost         = 2
 	masterHostBase = 10
 	workerHostBase = 100
 	// MaxMasters and MaxWorkers bound the node indexes that have an address
@@ -54,6 +57,8 @@ func NodeHost(cluster, role string, index int) (string, error) {
 		return prefix + strconv.Itoa(masterHostBase+index), nil
 	case role == runtime.RoleWorker && index >= 1 && index <= MaxWorkers:
 		return prefix + strconv.Itoa(workerHostBase+index), nil
+	case role == runtime.RoleLB && index == 1:
+		return prefix + strconv.Itoa(lbHost), nil
 	}
 	return "", fmt.Errorf("no loopback address for %s node %d", role, index)
 }

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/klab-dev/klab/cluster/etcd"
 	"github.com/klab-dev/klab/cluster/runtime"
 )
 
@@ -18,8 +17,9 @@ import (
 var errNotRunning = errors.New("component is not running")
 
 // component is one in-process component and its lifecycle. Each start makes a
-// fresh etcd.Member from the same configuration, as restarting a container
-// runs a fresh process on the same data.
+// fresh process (an etcd member, an API server, ...) from the same
+// configuration, as restarting a container runs a fresh process on the same
+// data.
 type component struct {
 	spec    runtime.ComponentSpec
 	logPath string
@@ -29,11 +29,11 @@ type component struct {
 	state     runtime.State
 	err       error
 	startedAt time.Time
-	member    *etcd.Member
+	member    process
 	logFile   *os.File
-	// stopping is a member being stopped gracefully, which kill can still
+	// stopping is a process being stopped gracefully, which kill can still
 	// cut short.
-	stopping *etcd.Member
+	stopping process
 }
 
 func (c *component) info() runtime.ComponentInfo {
@@ -59,12 +59,8 @@ func (c *component) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("start %s: open log: %w", c.spec.Ref, err)
 	}
-	cfg := *c.spec.Etcd
-	cfg.Logger = slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	m, err := etcd.NewMember(cfg)
-	if err == nil {
-		err = m.Start(ctx)
-	}
+	logger := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	m, err := startProcess(ctx, c.spec, logger)
 	if err != nil {
 		logFile.Close()
 		c.state, c.err = runtime.StateExited, err
@@ -78,7 +74,7 @@ func (c *component) start(ctx context.Context) error {
 
 // watch notices a member that stops by itself (a fatal storage error, a
 // panic recovered by the member) and records why.
-func (c *component) watch(m *etcd.Member) {
+func (c *component) watch(m process) {
 	done := m.Done()
 	if done == nil {
 		return
@@ -166,7 +162,9 @@ func (c *component) pause() error {
 	case runtime.StatePaused:
 		return nil
 	case runtime.StateRunning:
-		c.member.Pause()
+		if err := c.member.Pause(); err != nil {
+			return fmt.Errorf("pause %s: %w", c.spec.Ref, err)
+		}
 		c.state = runtime.StatePaused
 		return nil
 	}
@@ -180,7 +178,9 @@ func (c *component) resume() error {
 	case runtime.StateRunning:
 		return nil
 	case runtime.StatePaused:
-		c.member.Resume()
+		if err := c.member.Resume(); err != nil {
+			return fmt.Errorf("resume %s: %w", c.spec.Ref, err)
+		}
 		c.state = runtime.StateRunning
 		return nil
 	}

@@ -107,8 +107,8 @@ func (r *Runtime) CreateNode(ctx context.Context, spec runtime.NodeSpec) (runtim
 
 // CreateComponent registers a component on a created node.
 func (r *Runtime) CreateComponent(ctx context.Context, spec runtime.ComponentSpec) error {
-	if spec.Etcd == nil {
-		return fmt.Errorf("create component %s: the local runtime only runs etcd so far", spec.Ref)
+	if spec.Etcd == nil && spec.APIServer == nil && spec.LB == nil {
+		return fmt.Errorf("create component %s: nothing to run", spec.Ref)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -118,12 +118,14 @@ func (r *Runtime) CreateComponent(ctx context.Context, spec runtime.ComponentSpe
 	if _, ok := r.comps[spec.Ref]; ok {
 		return fmt.Errorf("create component %s: already exists", spec.Ref)
 	}
-	cfg := *spec.Etcd
-	if cfg.DataDir == "" {
-		cfg.DataDir = filepath.Join(r.NodeDir(spec.Ref.Node), spec.Ref.Component)
+	if spec.Etcd != nil {
+		cfg := *spec.Etcd
+		if cfg.DataDir == "" {
+			cfg.DataDir = filepath.Join(r.NodeDir(spec.Ref.Node), spec.Ref.Component)
+		}
+		cfg.Faults = r.faults
+		spec.Etcd = &cfg
 	}
-	cfg.Faults = r.faults
-	spec.Etcd = &cfg
 	r.comps[spec.Ref] = &component{
 		spec:    spec,
 		logPath: filepath.Join(r.NodeDir(spec.Ref.Node), spec.Ref.Component+".log"),
