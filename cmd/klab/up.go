@@ -94,6 +94,10 @@ func printReady(cmd *cobra.Command, c *lab.Cluster) {
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, i18n.T("up.ready", info.Name, len(info.Members)))
 	fmt.Fprintln(out, i18n.T("up.ready.endpoints", strings.Join(info.EtcdEndpoints, ",")))
+	if info.APIServer != "" {
+		fmt.Fprintln(out, i18n.T("up.ready.apiserver", info.APIServer))
+		fmt.Fprintln(out, i18n.T("up.ready.kubeconfig", info.Kubeconfig))
+	}
 	fmt.Fprintln(out, i18n.T("up.ready.state", c.Dir()))
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, i18n.T("up.ready.try"))
@@ -102,6 +106,8 @@ func printReady(cmd *cobra.Command, c *lab.Cluster) {
 		"klab etcdctl" + hint + " member list -w table",
 		"klab etcdctl" + hint + " put greeting hello",
 		"klab etcdctl" + hint + " get greeting",
+		"klab kubectl" + hint + " get namespaces",
+		"klab etcdctl" + hint + " get /registry --prefix --keys-only",
 		"klab chaos kill leader" + hint,
 	} {
 		fmt.Fprintln(out, "  "+line)
