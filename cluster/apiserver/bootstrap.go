@@ -3,9 +3,11 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -51,16 +53,29 @@ func (s *Server) bootstrap(ctx context.Context) error {
 
 func (s *Server) ensure(ctx context.Context, gvr schema.GroupVersionResource, namespace string, obj runtime.Object) error {
 	res, _ := s.reg.Lookup(gvr)
-	_, err := s.createObject(ctx, res, namespace, obj, false)
-	if err == nil || apierrors.IsAlreadyExists(err) {
-		return nil
-	}
-	if apierrors.IsInvalid(err) && gvr.Resource == "services" {
-		// The ClusterIP is taken: by the kubernetes service itself,
-		// created by another API server a moment ago.
-		if _, getErr := s.store.Get(ctx, res, namespace, "kubernetes"); getErr == nil {
+	m, _ := meta.Accessor(obj)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		_, err := s.createObject(ctx, res, namespace, obj.DeepCopyObject(), false)
+		if err == nil || apierrors.IsAlreadyExists(err) {
 			return nil
 		}
+		if !apierrors.IsInvalid(err) || gvr.Resource != "services" {
+			return fmt.Errorf("bootstrap %s: %w", gvr.Resource, err)
+		}
+		// The ClusterIP is taken: by another API server starting at the
+		// same moment, between its allocation and its write. Wait for
+		// its Service to appear, and stop waiting when ctx ends (its
+		// server died in between, the address leaked, and only a
+		// repair would free it).
+		if _, getErr := s.store.Get(ctx, res, namespace, m.GetName()); getErr == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bootstrap %s: %w", gvr.Resource, err)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	return fmt.Errorf("bootstrap %s: %w", gvr.Resource, err)
 }
