@@ -52,11 +52,8 @@ func decodeObject(r *http.Request, data []byte, into runtime.Object, want schema
 	obj, gvk, err := decoder.Decode(data, &want, into)
 	var warnings []string
 	if err != nil {
-		if !runtime.IsStrictDecodingError(err) {
-			return nil, apierrors.NewBadRequest(decodeErrorMessage(err))
-		}
-		if directive == fieldValidationStrict {
-			return nil, apierrors.NewBadRequest(err.Error())
+		if !runtime.IsStrictDecodingError(err) || directive == fieldValidationStrict {
+			return nil, decodeError(err, gvk, want, data)
 		}
 		if strict, ok := runtime.AsStrictDecodingError(err); ok {
 			for _, e := range strict.Errors() {
@@ -76,13 +73,17 @@ func decodeObject(r *http.Request, data []byte, into runtime.Object, want schema
 	return warnings, nil
 }
 
-// decodeErrorMessage keeps a decoder's message as upstream reports it.
-func decodeErrorMessage(err error) string {
-	msg := err.Error()
-	if strings.HasPrefix(msg, "couldn't get version/kind") || strings.Contains(msg, "Object 'Kind' is missing") {
-		return msg
+// decodeError words a decoding failure as upstream's create and update
+// handlers do (transformDecodeError).
+func decodeError(err error, got *schema.GroupVersionKind, want schema.GroupVersionKind, data []byte) error {
+	if got != nil && got.Kind != "" {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", got.Kind, got.Version, want.Kind, err))
 	}
-	return msg
+	summary := string(data)
+	if len(summary) > 30 {
+		summary = summary[:30] + "..."
+	}
+	return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", want.Kind, err, summary))
 }
 
 // addWarnings sends warnings as upstream does, in Warning headers (kubectl

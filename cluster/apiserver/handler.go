@@ -83,11 +83,9 @@ func forbidden(info requestInfo, attrs auth.Attributes) error {
 		err.ErrStatus.Message = "forbidden: " + msg
 		return err
 	}
-	gr := schemaGroupResource(info.gv.Group, info.resource)
-	if info.subresource != "" {
-		gr.Resource += "/" + info.subresource
-	}
-	return apierrors.NewForbidden(gr, info.name, fmt.Errorf("%s", msg))
+	// The resource is named without its subresource, as upstream does;
+	// the message names both.
+	return apierrors.NewForbidden(schemaGroupResource(info.gv.Group, info.resource), info.name, fmt.Errorf("%s", msg))
 }
 
 func notFoundResource() error {

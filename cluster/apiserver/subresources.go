@@ -191,7 +191,7 @@ func (s *Server) bindPod(ctx context.Context, req *request, binding *corev1.Bind
 			return nil, apierrors.NewConflict(podsRes.GroupResource(), pod.Name, fmt.Errorf("precondition failed: UID in precondition: %v, UID in object meta: %v", binding.UID, pod.UID))
 		}
 		if pod.Spec.NodeName != "" {
-			return nil, apierrors.NewConflict(podsRes.GroupResource(), pod.Name, fmt.Errorf("pod %v is already assigned to node %q", pod.Name, pod.Spec.NodeName))
+			return nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods/binding"}, pod.Name, fmt.Errorf("pod %v is already assigned to node %q", pod.Name, pod.Spec.NodeName))
 		}
 		pod.Spec.NodeName = binding.Target.Name
 		for k, v := range binding.Annotations {
