@@ -113,7 +113,10 @@ func writeRaw(w http.ResponseWriter, code int, asYAML bool, obj runtime.Object) 
 
 // encodeForWire encodes obj as JSON with its apiVersion and kind.
 func encodeForWire(obj runtime.Object) ([]byte, error) {
-	if !obj.GetObjectKind().GroupVersionKind().Empty() {
+	// An object that says fully what it is (a Table, a Status, a decoded
+	// body) is sent as it is; one that says only part of it gets its kind
+	// from the scheme.
+	if gvk := obj.GetObjectKind().GroupVersionKind(); gvk.Kind != "" && gvk.Version != "" {
 		return json.Marshal(obj)
 	}
 	gvks, _, err := scheme.Scheme.ObjectKinds(obj)
