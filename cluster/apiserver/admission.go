@@ -37,7 +37,13 @@ func prepareForCreate(res *registry.Resource, obj runtime.Object) {
 	m.SetCreationTimestamp(metav1.NewTime(time.Now().Truncate(time.Second)))
 	m.SetDeletionTimestamp(nil)
 	m.SetDeletionGracePeriodSeconds(nil)
-	m.SetGeneration(1)
+	// Objects with a spec count its changes in metadata.generation;
+	// others (ConfigMaps, Secrets, ...) have none, as upstream.
+	if reflect.ValueOf(obj).Elem().FieldByName("Spec").IsValid() {
+		m.SetGeneration(1)
+	} else {
+		m.SetGeneration(0)
+	}
 	m.SetManagedFields(nil)
 	switch o := obj.(type) {
 	case *corev1.Pod:
