@@ -11,6 +11,7 @@ import (
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/runtime"
+	"github.com/klab-dev/klab/internal/atomicfile"
 )
 
 // Files in a cluster's state dir.
@@ -132,44 +133,5 @@ func writeInfo(dir string, info *Info) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", InfoFile, err)
 	}
-	return writeFileAtomic(filepath.Join(dir, InfoFile), append(data, '\n'), 0o600)
-}
-
-// writeFileAtomic replaces path with data so that a reader sees either the
-// old file or the whole new one, never a part: the data goes to a temporary
-// file in the same directory, is synced, and is renamed over path.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = tmp.Chmod(perm); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	// Make the rename itself durable; a failure here leaves a complete
-	// file either way, so it is not worth failing over.
-	if d, derr := os.Open(dir); derr == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return atomicfile.Write(filepath.Join(dir, InfoFile), append(data, '\n'), 0o600)
 }

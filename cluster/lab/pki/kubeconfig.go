@@ -6,6 +6,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/klab-dev/klab/internal/atomicfile"
 )
 
 // ContextName returns the name of a cluster's context and cluster entry in
@@ -42,7 +44,7 @@ func (p *PKI) WriteKubeconfig(path, clusterName, server, user string) error {
 	if err != nil {
 		return fmt.Errorf("encode kubeconfig: %w", err)
 	}
-	return writeFileAtomic(path, data, 0o600)
+	return atomicfile.Write(path, data, 0o600)
 }
 
 // RESTConfig returns the client-go configuration the same kubeconfig

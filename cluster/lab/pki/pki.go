@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/klab-dev/klab/internal/atomicfile"
 )
 
 // Files in a PKI directory, named as kubeadm names them.
@@ -127,11 +129,11 @@ func (p *PKI) ensureCA(now time.Time) error {
 		}
 		// The key first: a crash in between leaves no ca.crt, and the
 		// next call starts again.
-		if err := writeFileAtomic(p.path(CAKeyFile), keyPEM, 0o600); err != nil {
+		if err := atomicfile.Write(p.path(CAKeyFile), keyPEM, 0o600); err != nil {
 			return err
 		}
 		p.CAPEM = encodeCert(cert)
-		if err := writeFileAtomic(p.path(CACertFile), p.CAPEM, 0o644); err != nil {
+		if err := atomicfile.Write(p.path(CACertFile), p.CAPEM, 0o644); err != nil {
 			return err
 		}
 		p.CACert, p.caKey = cert, key
@@ -193,10 +195,10 @@ func (p *PKI) ensureServerCert(now time.Time, names sans) error {
 	certPEM = encodeCert(cert)
 	// A crash between the two writes leaves a pair that does not match,
 	// which the next call notices and replaces.
-	if err := writeFileAtomic(p.path(ServerKeyFile), keyPEM, 0o600); err != nil {
+	if err := atomicfile.Write(p.path(ServerKeyFile), keyPEM, 0o600); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(p.path(ServerCertFile), certPEM, 0o644); err != nil {
+	if err := atomicfile.Write(p.path(ServerCertFile), certPEM, 0o644); err != nil {
 		return err
 	}
 	p.ServerCert, p.ServerCertPEM, p.serverKeyPEM = cert, certPEM, keyPEM
