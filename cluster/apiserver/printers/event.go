@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/klab-dev/klab/cluster/apiserver/eventconv"
 )
 
 // event holds what an Event's row shows. core/v1 and events.k8s.io/v1 Events
@@ -44,29 +46,10 @@ func printCoreEvent(e *corev1.Event, now time.Time) metav1.TableRow {
 	}, now)
 }
 
-// printEventsEvent prints an events.k8s.io/v1 Event through the fields the
-// conversion to the core shape maps it to: regarding is the involved object,
-// note the message, and the deprecated* fields their core namesakes.
+// printEventsEvent prints an events.k8s.io/v1 Event as the core Event it
+// is stored as.
 func printEventsEvent(e *eventsv1.Event, now time.Time) metav1.TableRow {
-	var series *corev1.EventSeries
-	if e.Series != nil {
-		series = &corev1.EventSeries{Count: e.Series.Count, LastObservedTime: e.Series.LastObservedTime}
-	}
-	return printEvent(event{
-		name:                e.Name,
-		eventType:           e.Type,
-		reason:              e.Reason,
-		message:             e.Note,
-		regarding:           e.Regarding,
-		source:              e.DeprecatedSource,
-		reportingController: e.ReportingController,
-		reportingInstance:   e.ReportingInstance,
-		firstTimestamp:      e.DeprecatedFirstTimestamp,
-		lastTimestamp:       e.DeprecatedLastTimestamp,
-		eventTime:           e.EventTime,
-		count:               e.DeprecatedCount,
-		series:              series,
-	}, now)
+	return printCoreEvent(eventconv.ToCore(e), now)
 }
 
 // printEvent prints LAST SEEN TYPE REASON OBJECT MESSAGE, and for -o wide

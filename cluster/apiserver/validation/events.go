@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/klab-dev/klab/cluster/apiserver/eventconv"
 )
 
 // Length limits of the fields an events.k8s.io client fills in.
@@ -34,7 +36,7 @@ func validateCoreEventUpdate(e, _ *corev1.Event) field.ErrorList {
 }
 
 func validateEventsEvent(ev *eventsv1.Event) field.ErrorList {
-	e := coreEvent(ev)
+	e := eventconv.ToCore(ev)
 	allErrs := legacyValidateEvent(e)
 	allErrs = append(allErrs, validateObjectMeta(&e.ObjectMeta, true, nameIsDNSSubdomain)...)
 	allErrs = append(allErrs, validateEventSeries(e)...)
@@ -64,7 +66,7 @@ func validateEventsEvent(ev *eventsv1.Event) field.ErrorList {
 // validateEventsEventUpdate: apart from its series, an events.k8s.io Event
 // is a record and does not change.
 func validateEventsEventUpdate(ev, oldEv *eventsv1.Event) field.ErrorList {
-	e, old := coreEvent(ev), coreEvent(oldEv)
+	e, old := eventconv.ToCore(ev), eventconv.ToCore(oldEv)
 	allErrs := legacyValidateEvent(e)
 	allErrs = append(allErrs, validateObjectMetaUpdate(&e.ObjectMeta, &old.ObjectMeta)...)
 	if !reflect.DeepEqual(e.Series, old.Series) {
@@ -91,30 +93,6 @@ func validateEventsEventUpdate(ev, oldEv *eventsv1.Event) field.ErrorList {
 		allErrs = append(allErrs, validateImmutable(f.new, f.old, field.NewPath(f.name))...)
 	}
 	return allErrs
-}
-
-// coreEvent is an events.k8s.io Event in core/v1 form.
-func coreEvent(ev *eventsv1.Event) *corev1.Event {
-	e := &corev1.Event{
-		ObjectMeta:          ev.ObjectMeta,
-		InvolvedObject:      ev.Regarding,
-		Reason:              ev.Reason,
-		Message:             ev.Note,
-		Source:              ev.DeprecatedSource,
-		FirstTimestamp:      ev.DeprecatedFirstTimestamp,
-		LastTimestamp:       ev.DeprecatedLastTimestamp,
-		Count:               ev.DeprecatedCount,
-		Type:                ev.Type,
-		EventTime:           ev.EventTime,
-		Related:             ev.Related,
-		Action:              ev.Action,
-		ReportingController: ev.ReportingController,
-		ReportingInstance:   ev.ReportingInstance,
-	}
-	if ev.Series != nil {
-		e.Series = &corev1.EventSeries{Count: ev.Series.Count, LastObservedTime: ev.Series.LastObservedTime}
-	}
-	return e
 }
 
 func validateEventSeries(e *corev1.Event) field.ErrorList {
