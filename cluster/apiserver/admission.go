@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -47,7 +48,8 @@ func prepareForCreate(res *registry.Resource, obj runtime.Object) {
 	m.SetManagedFields(nil)
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		o.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qosClass(o)}
+		// defaults.Default below starts it Pending with its QoS class.
+		o.Status = corev1.PodStatus{}
 	case *corev1.Namespace:
 		o.Spec.Finalizers = []corev1.FinalizerName{corev1.FinalizerKubernetes}
 		o.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
@@ -110,11 +112,11 @@ func prepareForUpdate(res *registry.Resource, sub string, obj, current runtime.O
 			m.SetGeneration(cm.GetGeneration() + 1)
 		}
 	}
-	if m.GetDeletionTimestamp() != nil && !equalStrings(m.GetFinalizers(), cm.GetFinalizers()) {
+	if m.GetDeletionTimestamp() != nil && !slices.Equal(m.GetFinalizers(), cm.GetFinalizers()) {
 		// Removing finalizers is how controllers finish a deletion;
 		// adding new ones is refused, as upstream.
 		for _, f := range m.GetFinalizers() {
-			if !contains(cm.GetFinalizers(), f) {
+			if !slices.Contains(cm.GetFinalizers(), f) {
 				return apierrors.NewForbidden(res.GroupResource(), cm.GetName(),
 					fmt.Errorf("no new finalizers can be added if the object is being deleted, found new finalizers %q", []string{f}))
 			}
@@ -298,54 +300,6 @@ func (s *Server) releaseAll(ctx context.Context, res *registry.Resource, obj run
 			s.ports.Release(ctx, int(p.NodePort))
 		}
 	}
-}
-
-// qosClass is the pod's quality-of-service class, as upstream computes it:
-// Guaranteed when every container has equal CPU and memory requests and
-// limits, BestEffort when none has any, Burstable otherwise.
-func qosClass(pod *corev1.Pod) corev1.PodQOSClass {
-	any, guaranteed := false, true
-	containers := append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
-	for _, c := range containers {
-		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			req, hasReq := c.Resources.Requests[name]
-			lim, hasLim := c.Resources.Limits[name]
-			if hasReq || hasLim {
-				any = true
-			}
-			if !hasLim || (hasReq && req.Cmp(lim) != 0) {
-				guaranteed = false
-			}
-		}
-	}
-	switch {
-	case !any:
-		return corev1.PodQOSBestEffort
-	case guaranteed:
-		return corev1.PodQOSGuaranteed
-	}
-	return corev1.PodQOSBurstable
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // keepAllocations carries a Service's ClusterIP and NodePorts over to an
