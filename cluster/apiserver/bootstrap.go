@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -54,28 +55,35 @@ func (s *Server) bootstrap(ctx context.Context) error {
 func (s *Server) ensure(ctx context.Context, gvr schema.GroupVersionResource, namespace string, obj runtime.Object) error {
 	res, _ := s.reg.Lookup(gvr)
 	m, _ := meta.Accessor(obj)
+	_, err := s.createObject(ctx, res, namespace, obj, false)
+	if err == nil || apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	if !apierrors.IsInvalid(err) || gvr.Resource != "services" {
+		return fmt.Errorf("bootstrap %s: %w", gvr.Resource, err)
+	}
+	// The ClusterIP is taken: by another API server starting at the same
+	// moment, between its allocation and its write. Wait for its Service
+	// to appear, for a while: if that server died in between, the address
+	// leaked and only a repair would free it.
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	for {
-		_, err := s.createObject(ctx, res, namespace, obj.DeepCopyObject(), false)
-		if err == nil || apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		if !apierrors.IsInvalid(err) || gvr.Resource != "services" {
-			return fmt.Errorf("bootstrap %s: %w", gvr.Resource, err)
-		}
-		// The ClusterIP is taken: by another API server starting at the
-		// same moment, between its allocation and its write. Wait for
-		// its Service to appear, and stop waiting when ctx ends (its
-		// server died in between, the address leaked, and only a
-		// repair would free it).
-		if _, getErr := s.store.Get(ctx, res, namespace, m.GetName()); getErr == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("bootstrap %s: %w", gvr.Resource, err)
-		case <-time.After(50 * time.Millisecond):
-		}
+	key := res.Key(namespace, m.GetName())
+	got, getErr := s.store.Client().Get(ctx, key)
+	if getErr != nil {
+		return fmt.Errorf("bootstrap %s: %w", gvr.Resource, getErr)
 	}
+	if len(got.Kvs) > 0 {
+		return nil
+	}
+	// Watch from just after that read, so a write in between is seen.
+	created := s.store.Client().Watch(ctx, key, clientv3.WithRev(got.Header.Revision+1), clientv3.WithFilterDelete())
+	select {
+	case resp := <-created:
+		if resp.Err() == nil && len(resp.Events) > 0 {
+			return nil
+		}
+	case <-ctx.Done():
+	}
+	return fmt.Errorf("bootstrap %s: %w", gvr.Resource, err)
 }
