@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"net"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -86,4 +87,20 @@ func (s *Server) ensure(ctx context.Context, gvr schema.GroupVersionResource, na
 	case <-ctx.Done():
 	}
 	return fmt.Errorf("bootstrap %s: %w", gvr.Resource, err)
+}
+
+// firstServiceIP returns the first usable address of the service range,
+// which the kubernetes Service gets.
+func firstServiceIP(cidr string) (string, error) {
+	_, n, err := net.ParseCIDR(cidr)
+	if err != nil {
+		return "", err
+	}
+	ip := n.IP.To4()
+	if ip == nil {
+		ip = n.IP
+	}
+	first := append(net.IP(nil), ip...)
+	first[len(first)-1]++
+	return first.String(), nil
 }

@@ -3,7 +3,6 @@ package apiserver
 import (
 	"bufio"
 	"encoding/json"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -132,19 +131,3 @@ func (s *Server) serveDebug(w http.ResponseWriter, r *http.Request) {
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
-
-// firstServiceIP returns the first usable address of the service range,
-// which the kubernetes Service gets.
-func firstServiceIP(cidr string) (string, error) {
-	_, n, err := net.ParseCIDR(cidr)
-	if err != nil {
-		return "", err
-	}
-	ip := n.IP.To4()
-	if ip == nil {
-		ip = n.IP
-	}
-	first := append(net.IP(nil), ip...)
-	first[len(first)-1]++
-	return first.String(), nil
-}

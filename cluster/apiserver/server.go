@@ -135,25 +135,20 @@ func New(cfg Config) (*Server, error) {
 	}
 	var resources []openapi.Resource
 	for _, r := range s.reg.All() {
+		var listType reflect.Type
+		if !r.Virtual { // reviews and bindings are answered, never listed
+			listType = r.ListType()
+		}
 		resources = append(resources, openapi.Resource{
 			Group: r.Group, Version: r.Version, Resource: r.Resource, Kind: r.Kind, ListKind: r.ListKind,
 			Namespaced: r.Namespaced, Verbs: r.Verbs, Subresources: r.Subresources,
-			Type: r.Type(), ListType: listTypeOrNil(r),
+			Type: r.Type(), ListType: listType,
 		})
 	}
 	if s.openapi, err = openapi.NewHandler(resources); err != nil {
 		return nil, fmt.Errorf("build OpenAPI documents: %w", err)
 	}
 	return s, nil
-}
-
-func listTypeOrNil(r *registry.Resource) (t reflect.Type) {
-	defer func() {
-		if recover() != nil {
-			t = nil // virtual resources (reviews, bindings) have no list kind
-		}
-	}()
-	return r.ListType()
 }
 
 // Start bootstraps the cluster's built-in objects and starts serving.
