@@ -98,6 +98,14 @@ func prepareForUpdate(res *registry.Resource, sub string, obj, current runtime.O
 		reflect.ValueOf(obj).Elem().Set(target)
 		return nil
 	}
+	if sub == registry.SubFinalize {
+		// Only the namespace's spec finalizers change.
+		ns, cur := obj.(*corev1.Namespace), current.(*corev1.Namespace).DeepCopy()
+		cur.Spec.Finalizers = ns.Spec.Finalizers
+		cur.ResourceVersion = ns.ResourceVersion
+		*ns = *cur
+		return nil
+	}
 	if svc, ok := obj.(*corev1.Service); ok {
 		keepAllocations(svc, current.(*corev1.Service))
 	}

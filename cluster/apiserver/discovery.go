@@ -112,6 +112,8 @@ func (s *Server) resourceList(w http.ResponseWriter, r *http.Request, gv schema.
 				ar.Verbs = []string{registry.VerbCreate}
 			case registry.SubLog:
 				ar.Verbs = []string{registry.VerbGet}
+			case registry.SubFinalize:
+				ar.Verbs = []string{registry.VerbUpdate}
 			}
 			list.APIResources = append(list.APIResources, ar)
 		}

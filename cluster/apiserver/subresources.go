@@ -45,6 +45,8 @@ func (s *Server) serveSubresource(w http.ResponseWriter, req *request) {
 		s.bind(w, req)
 	case sub == registry.SubLog && verb == registry.VerbGet:
 		s.podLog(w, req)
+	case sub == registry.SubFinalize && verb == registry.VerbUpdate:
+		s.update(w, req)
 	default:
 		writeError(w, req.Request, apierrors.NewMethodNotSupported(schemaGroupResource(req.res.Group, req.res.Resource+"/"+sub), verb))
 	}

@@ -19,6 +19,8 @@ const (
 	// subObject is read, replaced and patched like its parent (status,
 	// scale).
 	subObject subresourceStyle = iota
+	// subReplace is only replaced (namespaces/finalize).
+	subReplace
 	// subCreate only accepts a POST of a separate kind (binding, eviction).
 	subCreate
 	// subLog streams text.
@@ -40,6 +42,7 @@ type subresourceKind struct {
 
 var subresourceKinds = map[string]subresourceKind{
 	"status":              {style: subObject},
+	"finalize":            {style: subReplace},
 	"ephemeralcontainers": {style: subObject},
 	"resize":              {style: subObject},
 	"scale": {style: subObject, typ: reflect.TypeFor[autoscalingv1.Scale](),
@@ -80,6 +83,14 @@ func subresourceRoutes(base route, r *Resource, names opNames, sub string) []rou
 			typ, base.gvk = kind.typ, &kind.gvk
 		}
 		return objectRoutes(base, r, opSuffix, sub+" of the specified "+r.Kind, typ)
+	case subReplace:
+		var put []route
+		for _, rt := range objectRoutes(base, r, opSuffix, sub+" of the specified "+r.Kind, r.Type) {
+			if rt.method == "put" {
+				put = append(put, rt)
+			}
+		}
+		return put
 	case subCreate:
 		rt := base
 		rt.method, rt.action, rt.gvk = "post", "post", &kind.gvk

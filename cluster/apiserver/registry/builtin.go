@@ -24,7 +24,7 @@ func builtin() []*Resource {
 		{GroupVersionResource: gvr("", "v1", "configmaps"), Kind: "ConfigMap", Namespaced: true, Verbs: allVerbs, ShortNames: []string{"cm"}},
 		{GroupVersionResource: gvr("", "v1", "endpoints"), Kind: "Endpoints", SingularName: "endpoints", Namespaced: true, Verbs: allVerbs, ShortNames: []string{"ep"}},
 		{GroupVersionResource: gvr("", "v1", "events"), Kind: "Event", Namespaced: true, Verbs: allVerbs, ShortNames: []string{"ev"}, FieldLabels: coreEventFields},
-		{GroupVersionResource: gvr("", "v1", "namespaces"), Kind: "Namespace", Verbs: namespaceVerb, Subresources: []string{SubStatus}, ShortNames: []string{"ns"}, FieldLabels: namespaceFields},
+		{GroupVersionResource: gvr("", "v1", "namespaces"), Kind: "Namespace", Verbs: namespaceVerb, Subresources: []string{SubFinalize, SubStatus}, ShortNames: []string{"ns"}, FieldLabels: namespaceFields},
 		{GroupVersionResource: gvr("", "v1", "nodes"), Kind: "Node", Verbs: allVerbs, Subresources: []string{SubStatus}, ShortNames: []string{"no"}, FieldLabels: nodeFields},
 		{GroupVersionResource: gvr("", "v1", "pods"), Kind: "Pod", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubBinding, SubLog, SubStatus}, ShortNames: []string{"po"}, Categories: []string{"all"}, FieldLabels: podFields},
 		{GroupVersionResource: gvr("", "v1", "secrets"), Kind: "Secret", Namespaced: true, Verbs: allVerbs, FieldLabels: secretFields},

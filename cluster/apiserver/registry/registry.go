@@ -38,6 +38,9 @@ const (
 	SubScale   = "scale"
 	SubBinding = "binding"
 	SubLog     = "log"
+	// SubFinalize is namespaces/finalize: the namespace controller removes
+	// its spec finalizer through it once a namespace is empty.
+	SubFinalize = "finalize"
 )
 
 var (
