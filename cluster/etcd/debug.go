@@ -96,6 +96,20 @@ func (m *Member) registerDebug(mux *http.ServeMux) {
 		writeJSON(w, m.clock.status())
 	})
 	mux.HandleFunc("POST /debug/klab/clock", m.serveClock)
+	mux.HandleFunc("GET /health", m.serveHealth)
+}
+
+// serveHealth answers as etcd's /health endpoint does, which kubeadm's
+// liveness probe of the etcd static pod polls: healthy while the member
+// knows a leader.
+func (m *Member) serveHealth(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	if m.Status().Leader == "0" {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte(`{"health":"false","reason":"RAFT NO LEADER"}`))
+		return
+	}
+	w.Write([]byte(`{"health":"true","reason":""}`))
 }
 
 // serveEvents streams raft events as newline-delimited JSON. ?since=N

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -178,5 +179,20 @@ func TestPausedClockStepsAnElection(t *testing.T) {
 	if a.Leader != b.Leader || a.Leader == "0" || a.Term <= oldTerm {
 		t.Fatalf("after the stepped election: %s sees leader %s in term %d, %s sees %s in term %d; want one leader above term %d",
 			a.Name, a.Leader, a.Term, b.Name, b.Leader, b.Term, oldTerm)
+	}
+}
+
+// /health answers as etcd's does: healthy with a leader, 503 without.
+func TestHealthFollowsLeadership(t *testing.T) {
+	c := etcdtest.New(t, 1, nil)
+	c.WaitLeader(5 * time.Second)
+	resp, err := http.Get(c.Peers[0].PeerURL + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(body) != `{"health":"true","reason":""}` {
+		t.Fatalf("/health with a leader = %d %s", resp.StatusCode, body)
 	}
 }

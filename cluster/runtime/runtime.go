@@ -38,6 +38,10 @@ const (
 	ComponentEtcd      = "etcd"
 	ComponentAPIServer = "kube-apiserver"
 	ComponentLB        = "lb"
+
+	ComponentScheduler         = "kube-scheduler"
+	ComponentControllerManager = "kube-controller-manager"
+	ComponentKubelet           = "kubelet"
 )
 
 // Ref addresses one component on one node, written "<node>/<component>"
@@ -117,6 +121,68 @@ type ComponentSpec struct {
 	APIServer *APIServerSpec
 	// LB runs the load balancer in front of the API servers.
 	LB *LBSpec
+	// Scheduler runs a kube-scheduler.
+	Scheduler *SchedulerSpec
+	// ControllerManager runs a kube-controller-manager.
+	ControllerManager *ControllerManagerSpec
+	// Kubelet runs a kubelet and, in the local runtime, its pods.
+	Kubelet *KubeletSpec
+}
+
+// ClientSpec is what every client of the API server needs: where it is,
+// how to trust it, and the cluster's speed.
+type ClientSpec struct {
+	// Cluster is the cluster's name (for the kubeconfig context).
+	Cluster string `json:"cluster"`
+	// APIServer is the URL ("https://host:6443") the component talks to.
+	APIServer string `json:"apiServer"`
+	// PKIDir holds the CA and the tokens; the component takes its own.
+	PKIDir string `json:"pkiDir"`
+	// Speed divides Kubernetes' timings.
+	Speed float64 `json:"speed"`
+}
+
+// SchedulerSpec describes a kube-scheduler.
+type SchedulerSpec struct {
+	ClientSpec
+	// DebugListen is host:port of its debug endpoint.
+	DebugListen string `json:"debugListen"`
+}
+
+// ControllerManagerSpec describes a kube-controller-manager.
+type ControllerManagerSpec struct {
+	ClientSpec
+	// DebugListen is host:port of its debug endpoint.
+	DebugListen string `json:"debugListen"`
+}
+
+// KubeletSpec describes a kubelet.
+type KubeletSpec struct {
+	ClientSpec
+	// Listen is host:port of its HTTPS endpoint (logs, health).
+	Listen string `json:"listen"`
+	// NodeIP is the node's InternalIP.
+	NodeIP string `json:"nodeIP"`
+	// PodCIDR is the range its pods' IPs come from.
+	PodCIDR string `json:"podCIDR"`
+	// ControlPlane marks a master: labelled and tainted NoSchedule.
+	ControlPlane bool `json:"controlPlane,omitempty"`
+	// CPU and Memory are the node's capacity as quantities ("2",
+	// "4Gi"); Pods its pod capacity.
+	CPU    string `json:"cpu"`
+	Memory string `json:"memory"`
+	Pods   int    `json:"pods"`
+	// StaticPods are the node's control-plane components, shown as mirror
+	// pods in kube-system.
+	StaticPods []StaticPodSpec `json:"staticPods,omitempty"`
+}
+
+// StaticPodSpec is a control-plane component a kubelet reports as a mirror
+// pod, healthy while HealthURL answers.
+type StaticPodSpec struct {
+	Name      string `json:"name"`
+	Image     string `json:"image"`
+	HealthURL string `json:"healthURL"`
 }
 
 // APIServerSpec describes an API server.
