@@ -1,0 +1,39 @@
+// Package inprocess is the local runtime's container runtime: it implements
+// cri.Runtime by running every container as the klab app (cluster/app)
+// inside the klab process, the way containerd runs a container as a process
+// on the node.
+//
+// A pod's sandbox is its network identity: a loopback address of its own,
+// taken from the node's pod CIDR (Linux routes all of 127.0.0.0/8 to the
+// loopback interface, so 127.X.Y.0/24 gives a node 253 pod IPs without any
+// configuration). Addresses are handed out in turn, as the host-local IPAM
+// plugin does, so an address a deleted pod released is reused last; each is
+// checked to be bindable before it is given out.
+//
+// A container is one run of app.Run in a goroutine. What the kernel and the
+// container engine do to a real process, the runtime does to it:
+//   - StopContainer cancels its context (SIGTERM), waits up to the grace
+//     period, then closes its kill channel (SIGKILL): exit code 137, reason
+//     Error;
+//   - the app tells its memory accounter before it allocates; past the
+//     container's memory limit (or the node's memory), the allocation is
+//     refused and the app stops at once: exit code 137, reason OOMKilled;
+//   - a command the image cannot run (`sh -c ...`) fails the start as
+//     containerd does: reason StartError, exit code 128, and a message
+//     saying what the image contains. There is no shell and no busybox: a
+//     Job's pod runs the app with --exit-after (and --exit-code).
+//
+// Images: klab runs offline. The node has klab/app under every tag (the same
+// program; the app reports the tag as its version, so a rolling update from
+// klab/app:v1 to klab/app:v2 shows the change) and klab/node under every
+// tag; any other image is absent and PullImage says so.
+//
+// Logs are written as a CRI runtime writes them, one file per container
+// attempt under <LogDir>/<namespace>_<pod>_<uid>/<container>/<attempt>.log,
+// every line as "<RFC3339Nano time> <stream> <F|P> <text>", rotated once
+// at a size bound. Exited containers and their logs stay until
+// RemoveContainer, so `kubectl logs --previous` works.
+//
+// What this runtime does not do: CPU limits are recorded but not enforced,
+// and pods are not isolated from each other beyond their addresses.
+package inprocess
