@@ -78,7 +78,7 @@ func PodRequests(pod *v1.Pod) v1.ResourceList {
 	initMax := v1.ResourceList{}
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+		if isSidecar(c) {
 			addList(reqs, c.Resources.Requests)
 			addList(sidecars, c.Resources.Requests)
 			continue
@@ -102,10 +102,18 @@ func PodNonZeroRequests(pod *v1.Pod) (milliCPU, memory int64) {
 		milliCPU += cpu
 		memory += mem
 	}
-	var initCPU, initMem int64
+	var initCPU, initMem, sidecarCPU, sidecarMem int64
 	for i := range pod.Spec.InitContainers {
-		cpu, mem := nonZero(pod.Spec.InitContainers[i].Resources.Requests)
-		initCPU, initMem = max(initCPU, cpu), max(initMem, mem)
+		c := &pod.Spec.InitContainers[i]
+		cpu, mem := nonZero(c.Resources.Requests)
+		if isSidecar(c) {
+			// A sidecar runs beside the app containers and after it
+			// starts, beside every later init container.
+			milliCPU, memory = milliCPU+cpu, memory+mem
+			sidecarCPU, sidecarMem = sidecarCPU+cpu, sidecarMem+mem
+			continue
+		}
+		initCPU, initMem = max(initCPU, sidecarCPU+cpu), max(initMem, sidecarMem+mem)
 	}
 	milliCPU, memory = max(milliCPU, initCPU), max(memory, initMem)
 	if cpu, ok := pod.Spec.Overhead[v1.ResourceCPU]; ok {
@@ -115,6 +123,12 @@ func PodNonZeroRequests(pod *v1.Pod) (milliCPU, memory int64) {
 		memory += mem.Value()
 	}
 	return milliCPU, memory
+}
+
+// isSidecar reports whether an init container is a sidecar: restartable,
+// running for the pod's whole life.
+func isSidecar(c *v1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 }
 
 func nonZero(rl v1.ResourceList) (milliCPU, memory int64) {
@@ -297,7 +311,13 @@ func (n *NodeInfo) update(pod *v1.Pod, sign int64) {
 	cpu, mem := PodNonZeroRequests(pod)
 	n.NonZeroRequested.MilliCPU += sign * cpu
 	n.NonZeroRequested.Memory += sign * mem
-	for _, c := range pod.Spec.Containers {
+	containers := pod.Spec.Containers
+	for i := range pod.Spec.InitContainers {
+		if isSidecar(&pod.Spec.InitContainers[i]) {
+			containers = append(containers[:len(containers):len(containers)], pod.Spec.InitContainers[i])
+		}
+	}
+	for _, c := range containers {
 		for _, p := range c.Ports {
 			if p.HostPort <= 0 {
 				continue
