@@ -1,0 +1,144 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/rest"
+
+	"github.com/klab-dev/klab/cluster/timing"
+)
+
+func TestEnabledControllers(t *testing.T) {
+	all := knownControllers()
+	cases := []struct {
+		name      string
+		selection []string
+		want      []string
+		wantErr   string
+	}{
+		{name: "nil means all", selection: nil, want: all},
+		{name: "star means all", selection: []string{"*"}, want: all},
+		{name: "empty list means none", selection: []string{}, want: nil},
+		{name: "one by name", selection: []string{"serviceaccount"}, want: []string{"serviceaccount"}},
+		{name: "star minus one", selection: []string{"*", "-namespace"},
+			want: []string{"nodelifecycle", "serviceaccount", "taint-eviction-controller"}},
+		{name: "first mention wins", selection: []string{"-namespace", "namespace"}, want: nil},
+		{name: "unknown name", selection: []string{"*", "-replicaset-typo"}, wantErr: `"-replicaset-typo" is not in the list of known controllers`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := enabledControllers(tc.selection)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("enabled (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWorkersFor(t *testing.T) {
+	cases := []struct {
+		name    string
+		workers int
+		ctrl    string
+		want    int
+	}{
+		{name: "upstream default", ctrl: "namespace", want: 10},
+		{name: "one service account worker", ctrl: "serviceaccount", want: 1},
+		{name: "unlisted controller", ctrl: "somethingnew", want: defaultConcurrentSyncs},
+		{name: "override", workers: 2, ctrl: "namespace", want: 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := (Config{Workers: tc.workers}).workersFor(tc.ctrl); got != tc.want {
+				t.Errorf("workersFor(%q) = %d, want %d", tc.ctrl, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	rc := &rest.Config{Host: "https://127.0.0.1:1"}
+	cases := []struct {
+		name    string
+		cfg     Config
+		wantErr string
+	}{
+		{name: "no REST config", cfg: Config{Identity: "master-1"}, wantErr: "no REST config"},
+		{name: "no identity", cfg: Config{REST: rc}, wantErr: "no identity"},
+		{name: "unknown controller", cfg: Config{REST: rc, Identity: "master-1", Controllers: []string{"nope"}}, wantErr: `"nope" is not in the list`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(tc.cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("New = %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+	m, err := New(Config{REST: rc, Identity: "master-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(m.Identity(), "master-1_") || len(m.Identity()) != len("master-1_")+36 {
+		t.Errorf("identity %q, want master-1_<uuid>", m.Identity())
+	}
+	if m.rest.QPS != defaultQPS || m.rest.Burst != defaultBurst {
+		t.Errorf("QPS/Burst = %v/%v, want %v/%v", m.rest.QPS, m.rest.Burst, defaultQPS, defaultBurst)
+	}
+}
+
+func TestEventHub(t *testing.T) {
+	h := newEventHub()
+	for i := 0; i < eventRingSize+5; i++ {
+		h.publish(Event{Kind: EventLeader})
+	}
+	past, c, cancel := h.subscribe(uint64(eventRingSize))
+	defer cancel()
+	if len(past) != 5 || past[0].Seq != eventRingSize+1 {
+		t.Fatalf("past = %d events from seq %d, want 5 from %d", len(past), past[0].Seq, eventRingSize+1)
+	}
+	all, _, cancelAll := h.subscribe(0)
+	cancelAll()
+	if len(all) != eventRingSize || all[0].Seq != 6 {
+		t.Errorf("ring kept %d events from seq %d, want %d from 6", len(all), all[0].Seq, eventRingSize)
+	}
+	h.publish(Event{Kind: EventStartedLeading})
+	if e := <-c; e.Kind != EventStartedLeading || e.Seq != eventRingSize+6 {
+		t.Errorf("live event = %+v", e)
+	}
+}
+
+func TestLeaderElectionTimings(t *testing.T) {
+	cases := []struct {
+		speed               timing.Speed
+		lease, renew, retry time.Duration
+	}{
+		{speed: 1, lease: 15 * time.Second, renew: 10 * time.Second, retry: 2 * time.Second},
+		{speed: 10, lease: 1500 * time.Millisecond, renew: time.Second, retry: 200 * time.Millisecond},
+		{speed: 15, lease: time.Second, renew: 10 * time.Second / 15, retry: 2 * time.Second / 15},
+		// A Lease holds whole seconds: never shorter than one.
+		{speed: 50, lease: time.Second, renew: 10 * time.Second / 15, retry: 2 * time.Second / 15},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("speed %v", tc.speed), func(t *testing.T) {
+			lease, renew, retry := leaderElectionTimings(tc.speed)
+			near := func(a, b time.Duration) bool { return (a - b).Abs() < time.Millisecond }
+			if !near(lease, tc.lease) || !near(renew, tc.renew) || !near(retry, tc.retry) {
+				t.Errorf("timings = %v %v %v, want %v %v %v", lease, renew, retry, tc.lease, tc.renew, tc.retry)
+			}
+		})
+	}
+}

@@ -1,0 +1,39 @@
+package controller
+
+import (
+	"github.com/klab-dev/klab/cluster/controller/controllerctx"
+	"github.com/klab-dev/klab/cluster/controller/namespace"
+	"github.com/klab-dev/klab/cluster/controller/nodelifecycle"
+	"github.com/klab-dev/klab/cluster/controller/serviceaccount"
+)
+
+// initFuncs are the controllers a manager can run, by the names upstream's
+// --controllers flag accepts. The manager initialises them in name order.
+var initFuncs = map[string]controllerctx.InitFunc{
+	nodelifecycle.Name:              nodelifecycle.Init,
+	nodelifecycle.TaintEvictionName: nodelifecycle.InitTaintEviction,
+	namespace.Name:                  namespace.Init,
+	serviceaccount.Name:             serviceaccount.Init,
+}
+
+// concurrentSyncs are upstream's default worker counts per controller
+// (the --concurrent-*-syncs flags, or the fixed worker pools of the
+// controllers that have no flag). A controller missing here gets
+// defaultConcurrentSyncs.
+var concurrentSyncs = map[string]int{
+	"daemonset":                     2,  // --concurrent-daemonset-syncs
+	"deployment":                    5,  // --concurrent-deployment-syncs
+	"endpoint":                      5,  // --concurrent-endpoint-syncs
+	"endpointslice":                 5,  // --concurrent-service-endpoint-syncs
+	"garbagecollector":              20, // --concurrent-gc-syncs
+	"job":                           5,  // --concurrent-job-syncs
+	"replicaset":                    5,  // --concurrent-replicaset-syncs
+	namespace.Name:                  10, // --concurrent-namespace-syncs
+	serviceaccount.Name:             1,  // the manager starts one worker
+	nodelifecycle.Name:              8,  // nodeUpdateWorkerSize
+	nodelifecycle.TaintEvictionName: 8,  // UpdateWorkerSize
+}
+
+// defaultConcurrentSyncs is the worker count of a controller without an
+// entry in concurrentSyncs.
+const defaultConcurrentSyncs = 5

@@ -1,0 +1,390 @@
+package nodelifecycle
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+
+	"github.com/klab-dev/klab/cluster/controller/controllerctx"
+	"github.com/klab-dev/klab/cluster/timing"
+)
+
+// TaintEvictionName is the taint eviction controller's name in the
+// controller manager and the source of its events.
+const TaintEvictionName = "taint-eviction-controller"
+
+// deletionRetries is how often a failed pod deletion is retried before the
+// controller waits for the next update of the pod or its node.
+const deletionRetries = 5
+
+// TaintEvictionController deletes pods from nodes with NoExecute taints
+// they do not tolerate, at once or when their tolerationSeconds run out.
+type TaintEvictionController struct {
+	client   kubernetes.Interface
+	recorder record.EventRecorder
+	logger   *slog.Logger
+	clock    clock.WithDelayedExecution
+	speed    timing.Speed
+	observe  func(Transition)
+
+	podLister  corelisters.PodLister
+	podIndexer cache.Indexer
+	nodeLister corelisters.NodeLister
+	synced     []cache.InformerSynced
+
+	// taintedNodes holds the NoExecute taints of every node that has some.
+	taintedNodesLock sync.Mutex
+	taintedNodes     map[string][]v1.Taint
+
+	// updates holds nodes whose taints and pods whose tolerations or node
+	// changed; deletions the pods whose eviction is due.
+	updates   workqueue.TypedInterface[updateItem]
+	deletions workqueue.TypedRateLimitingInterface[string]
+	schedule  *evictionSchedule
+
+	syncs, failures atomic.Uint64
+}
+
+// updateItem is a node (pod fields empty) or a pod to look at again.
+type updateItem struct {
+	nodeName     string
+	podNamespace string
+	podName      string
+}
+
+// InitTaintEviction builds the taint eviction controller from the
+// manager's context.
+func InitTaintEviction(ctx context.Context, c controllerctx.Context) (controllerctx.Controller, error) {
+	return newTaintEvictionController(ctx, c.Client, c.Informers.Core().V1().Pods(), c.Informers.Core().V1().Nodes(),
+		c.Recorder(TaintEvictionName), c.Logger, c.Speed, clock.RealClock{})
+}
+
+func newTaintEvictionController(ctx context.Context, client kubernetes.Interface, pods coreinformers.PodInformer, nodes coreinformers.NodeInformer,
+	recorder record.EventRecorder, logger *slog.Logger, speed timing.Speed, clk clock.WithDelayedExecution) (*TaintEvictionController, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	tc := &TaintEvictionController{
+		client:       client,
+		recorder:     recorder,
+		logger:       logger.With("controller", TaintEvictionName),
+		clock:        clk,
+		speed:        speed,
+		observe:      observerFrom(ctx),
+		podLister:    pods.Lister(),
+		podIndexer:   pods.Informer().GetIndexer(),
+		nodeLister:   nodes.Lister(),
+		taintedNodes: map[string][]v1.Taint{},
+		updates:      workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[updateItem]{Name: "noexec_taint"}),
+		deletions: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "noexec_taint_evictions"}),
+	}
+	tc.schedule = newEvictionSchedule(clk, func(key string) { tc.deletions.Add(key) })
+	if err := addPodNodeNameIndexer(pods.Informer()); err != nil {
+		return nil, fmt.Errorf("index pods by node: %w", err)
+	}
+	podHandler, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { tc.podUpdated(nil, obj.(*v1.Pod)) },
+		UpdateFunc: func(old, obj interface{}) { tc.podUpdated(old.(*v1.Pod), obj.(*v1.Pod)) },
+		DeleteFunc: func(obj interface{}) {
+			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			if pod, ok := obj.(*v1.Pod); ok {
+				tc.podUpdated(pod, nil)
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("add pod handler: %w", err)
+	}
+	nodeHandler, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { tc.nodeUpdated(nil, obj.(*v1.Node)) },
+		UpdateFunc: func(old, obj interface{}) { tc.nodeUpdated(old.(*v1.Node), obj.(*v1.Node)) },
+		DeleteFunc: func(obj interface{}) {
+			if node, ok := nodeFromDeleted(obj); ok {
+				tc.nodeUpdated(node, nil)
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("add node handler: %w", err)
+	}
+	tc.synced = []cache.InformerSynced{podHandler.HasSynced, nodeHandler.HasSynced}
+	return tc, nil
+}
+
+// Name returns "taint-eviction-controller".
+func (tc *TaintEvictionController) Name() string { return TaintEvictionName }
+
+// QueueLen is how many updates wait plus how many evictions are pending.
+func (tc *TaintEvictionController) QueueLen() int {
+	return tc.updates.Len() + tc.deletions.Len() + tc.schedule.len()
+}
+
+// SyncCounts returns how many updates and deletions were handled and how
+// many deletions failed.
+func (tc *TaintEvictionController) SyncCounts() (syncs, failures uint64) {
+	return tc.syncs.Load(), tc.failures.Load()
+}
+
+// Run works the update and deletion queues with the given number of
+// workers each until ctx is done, and returns once they have stopped.
+func (tc *TaintEvictionController) Run(ctx context.Context, workers int) {
+	defer tc.updates.ShutDown()
+	defer tc.deletions.ShutDown()
+	tc.logger.Info("Starting", "controller", TaintEvictionName)
+	defer tc.logger.Info("Shutting down controller", "controller", TaintEvictionName)
+	if !cache.WaitForNamedCacheSync(TaintEvictionName, ctx.Done(), tc.synced...) {
+		return
+	}
+	if workers < 1 {
+		workers = 1
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < workers; i++ {
+		wg.Add(2)
+		go func() { defer wg.Done(); wait.UntilWithContext(ctx, tc.runUpdateWorker, time.Second) }()
+		go func() { defer wg.Done(); wait.UntilWithContext(ctx, tc.runDeletionWorker, time.Second) }()
+	}
+	<-ctx.Done()
+	tc.updates.ShutDown()
+	tc.deletions.ShutDown()
+	wg.Wait()
+}
+
+func (tc *TaintEvictionController) runUpdateWorker(ctx context.Context) {
+	for tc.processNextUpdate(ctx) {
+	}
+}
+
+// processNextUpdate handles one node or pod update; it returns false when
+// the queue has shut down.
+func (tc *TaintEvictionController) processNextUpdate(ctx context.Context) bool {
+	item, quit := tc.updates.Get()
+	if quit {
+		return false
+	}
+	defer tc.updates.Done(item)
+	if item.podName == "" {
+		tc.handleNodeUpdate(ctx, item.nodeName)
+	} else {
+		tc.handlePodUpdate(ctx, item)
+	}
+	tc.syncs.Add(1)
+	return true
+}
+
+func (tc *TaintEvictionController) runDeletionWorker(ctx context.Context) {
+	for tc.processNextDeletion(ctx) {
+	}
+}
+
+// processNextDeletion carries out one due eviction; it returns false when
+// the queue has shut down. Done always follows Get; a failed deletion is
+// retried with backoff a few times, then given up until the pod or its
+// node changes again.
+func (tc *TaintEvictionController) processNextDeletion(ctx context.Context) bool {
+	key, quit := tc.deletions.Get()
+	if quit {
+		return false
+	}
+	defer tc.deletions.Done(key)
+	err := tc.evict(ctx, key)
+	tc.syncs.Add(1)
+	switch {
+	case err == nil:
+		tc.deletions.Forget(key)
+		tc.schedule.finish(key, true)
+	case tc.deletions.NumRequeues(key) < deletionRetries:
+		tc.failures.Add(1)
+		tc.deletions.AddRateLimited(key)
+	default:
+		tc.failures.Add(1)
+		tc.logger.Error("Failed to delete pod", "pod", key, "err", err)
+		tc.deletions.Forget(key)
+		tc.schedule.finish(key, false)
+	}
+	return true
+}
+
+// podUpdated queues a pod whose tolerations or node changed.
+func (tc *TaintEvictionController) podUpdated(oldPod, newPod *v1.Pod) {
+	var item updateItem
+	var oldTolerations, newTolerations []v1.Toleration
+	if oldPod != nil {
+		item = updateItem{nodeName: oldPod.Spec.NodeName, podNamespace: oldPod.Namespace, podName: oldPod.Name}
+		oldTolerations = oldPod.Spec.Tolerations
+	}
+	if newPod != nil {
+		item = updateItem{nodeName: newPod.Spec.NodeName, podNamespace: newPod.Namespace, podName: newPod.Name}
+		newTolerations = newPod.Spec.Tolerations
+	}
+	if oldPod != nil && newPod != nil && apiequality.Semantic.DeepEqual(oldTolerations, newTolerations) && oldPod.Spec.NodeName == newPod.Spec.NodeName {
+		return
+	}
+	tc.updates.Add(item)
+}
+
+// nodeUpdated queues a node whose NoExecute taints changed.
+func (tc *TaintEvictionController) nodeUpdated(oldNode, newNode *v1.Node) {
+	var name string
+	var oldTaints, newTaints []v1.Taint
+	if oldNode != nil {
+		name, oldTaints = oldNode.Name, noExecuteTaints(oldNode.Spec.Taints)
+	}
+	if newNode != nil {
+		name, newTaints = newNode.Name, noExecuteTaints(newNode.Spec.Taints)
+	}
+	if oldNode != nil && newNode != nil && apiequality.Semantic.DeepEqual(oldTaints, newTaints) {
+		return
+	}
+	tc.updates.Add(updateItem{nodeName: name})
+}
+
+func noExecuteTaints(taints []v1.Taint) []v1.Taint {
+	var out []v1.Taint
+	for _, t := range taints {
+		if t.Effect == v1.TaintEffectNoExecute {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// handleNodeUpdate records the node's NoExecute taints and reconsiders
+// each of its pods.
+func (tc *TaintEvictionController) handleNodeUpdate(ctx context.Context, nodeName string) {
+	node, err := tc.nodeLister.Get(nodeName)
+	if apierrors.IsNotFound(err) {
+		tc.taintedNodesLock.Lock()
+		delete(tc.taintedNodes, nodeName)
+		tc.taintedNodesLock.Unlock()
+		return
+	}
+	if err != nil {
+		tc.logger.Error("Cannot get node", "node", nodeName, "err", err)
+		return
+	}
+	taints := noExecuteTaints(node.Spec.Taints)
+	tc.taintedNodesLock.Lock()
+	if len(taints) == 0 {
+		delete(tc.taintedNodes, nodeName)
+	} else {
+		tc.taintedNodes[nodeName] = taints
+	}
+	tc.taintedNodesLock.Unlock()
+
+	// taintedNodes is set before the pods are listed: a pod the cache
+	// delivers later is handled by its own update, which reads the taints
+	// set here.
+	pods, err := podsByNode(tc.podIndexer, nodeName)
+	if err != nil {
+		tc.logger.Error("Failed to get pods assigned to node", "node", nodeName, "err", err)
+		return
+	}
+	if len(taints) == 0 {
+		for _, pod := range pods {
+			tc.cancelWorkWithEvent(nodeName, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
+		}
+		return
+	}
+	now := tc.clock.Now()
+	for _, pod := range pods {
+		tc.processPodOnNode(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, nodeName, pod.Spec.Tolerations, taints, now)
+	}
+}
+
+// handlePodUpdate reconsiders one pod against its node's taints.
+func (tc *TaintEvictionController) handlePodUpdate(ctx context.Context, item updateItem) {
+	name := types.NamespacedName{Namespace: item.podNamespace, Name: item.podName}
+	pod, err := tc.podLister.Pods(item.podNamespace).Get(item.podName)
+	if apierrors.IsNotFound(err) {
+		tc.cancelWorkWithEvent(item.nodeName, name)
+		return
+	}
+	if err != nil {
+		tc.logger.Error("Could not get pod", "pod", name.String(), "err", err)
+		return
+	}
+	if pod.Spec.NodeName != item.nodeName || pod.Spec.NodeName == "" {
+		return // a later update of the pod carries its current node
+	}
+	tc.taintedNodesLock.Lock()
+	taints, ok := tc.taintedNodes[pod.Spec.NodeName]
+	tc.taintedNodesLock.Unlock()
+	if !ok {
+		return
+	}
+	tc.processPodOnNode(name, pod.Spec.NodeName, pod.Spec.Tolerations, taints, tc.clock.Now())
+}
+
+// processPodOnNode decides a pod's fate on a node with the given NoExecute
+// taints: deleted now if a taint is not tolerated, deleted after the
+// shortest tolerationSeconds of the tolerations used (divided by the lab's
+// speed, counted from when this controller first saw the taint), or left
+// alone if they tolerate it forever.
+func (tc *TaintEvictionController) processPodOnNode(pod types.NamespacedName, nodeName string, tolerations []v1.Toleration, taints []v1.Taint, now time.Time) {
+	if len(taints) == 0 {
+		tc.cancelWorkWithEvent(nodeName, pod)
+		return
+	}
+	allTolerated, used := matchingTolerations(taints, tolerations)
+	if !allTolerated {
+		tc.logger.Info("Not all taints are tolerated after update for pod on node", "pod", pod.String(), "node", nodeName)
+		tc.cancelWorkWithEvent(nodeName, pod)
+		tc.scheduleEviction(pod, nodeName, now, now)
+		return
+	}
+	minToleration := minTolerationTime(used)
+	if minToleration < 0 {
+		// Tolerated forever: call off any deletion.
+		tc.cancelWorkWithEvent(nodeName, pod)
+		return
+	}
+	startTime := now
+	triggerTime := startTime.Add(tc.speed.Scale(minToleration))
+	if createdAt, pending := tc.schedule.get(pod.String()); pending {
+		startTime = createdAt
+		if startTime.Add(tc.speed.Scale(minToleration)).Before(triggerTime) {
+			return // already due sooner
+		}
+		tc.cancelWorkWithEvent(nodeName, pod)
+	}
+	tc.scheduleEviction(pod, nodeName, startTime, triggerTime)
+}
+
+func (tc *TaintEvictionController) scheduleEviction(pod types.NamespacedName, nodeName string, createdAt, fireAt time.Time) {
+	if tc.schedule.add(pod.String(), createdAt, fireAt) {
+		tc.observe(Transition{Kind: TransitionEvictionScheduled, Node: nodeName, Pod: pod.String(), At: fireAt})
+	}
+}
+
+// cancelWorkWithEvent calls off a pending deletion and says so in an event.
+func (tc *TaintEvictionController) cancelWorkWithEvent(nodeName string, pod types.NamespacedName) {
+	if !tc.schedule.cancel(pod.String()) {
+		return
+	}
+	tc.recorder.Eventf(podRef(pod), v1.EventTypeNormal, "TaintManagerEviction", "Cancelling deletion of Pod %s", pod.String())
+	tc.observe(Transition{Kind: TransitionEvictionCancelled, Node: nodeName, Pod: pod.String()})
+}
+
+func podRef(pod types.NamespacedName) *v1.ObjectReference {
+	return &v1.ObjectReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, Namespace: pod.Namespace}
+}

@@ -1,0 +1,177 @@
+// Package serviceaccount is klab's service account controller: every
+// active namespace has a ServiceAccount named "default" (the one pods run
+// as when they name none), created when the namespace appears and again
+// whenever someone deletes it.
+package serviceaccount
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/klab-dev/klab/cluster/controller/controllerctx"
+)
+
+// Name is the service account controller's name in the controller
+// manager.
+const Name = "serviceaccount"
+
+// serviceAccountsToEnsure are the accounts every namespace gets
+// (upstream's DefaultServiceAccountsControllerOptions).
+var serviceAccountsToEnsure = []v1.ServiceAccount{{ObjectMeta: metav1.ObjectMeta{Name: "default"}}}
+
+// Controller is the service account controller.
+type Controller struct {
+	client   kubernetes.Interface
+	saLister corelisters.ServiceAccountLister
+	nsLister corelisters.NamespaceLister
+	synced   []cache.InformerSynced
+	queue    workqueue.TypedRateLimitingInterface[string]
+	logger   *slog.Logger
+
+	syncs, failures atomic.Uint64
+}
+
+// Init builds the service account controller from the manager's context.
+func Init(ctx context.Context, c controllerctx.Context) (controllerctx.Controller, error) {
+	return newController(c.Client, c.Informers.Core().V1().ServiceAccounts(), c.Informers.Core().V1().Namespaces(), c.Logger)
+}
+
+func newController(client kubernetes.Interface, sas coreinformers.ServiceAccountInformer, namespaces coreinformers.NamespaceInformer, logger *slog.Logger) (*Controller, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Controller{
+		client:   client,
+		saLister: sas.Lister(),
+		nsLister: namespaces.Lister(),
+		logger:   logger.With("controller", Name),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "serviceaccount"}),
+	}
+	// Handlers only queue the namespace's name; sync decides.
+	saHandler, err := sas.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj interface{}) {
+			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			if sa, ok := obj.(*v1.ServiceAccount); ok {
+				c.queue.Add(sa.Namespace)
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("add service account handler: %w", err)
+	}
+	nsHandler, err := namespaces.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { c.queue.Add(obj.(*v1.Namespace).Name) },
+		UpdateFunc: func(_, obj interface{}) { c.queue.Add(obj.(*v1.Namespace).Name) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("add namespace handler: %w", err)
+	}
+	c.synced = []cache.InformerSynced{saHandler.HasSynced, nsHandler.HasSynced}
+	return c, nil
+}
+
+// Name returns "serviceaccount".
+func (c *Controller) Name() string { return Name }
+
+// QueueLen is how many namespaces wait to be checked.
+func (c *Controller) QueueLen() int { return c.queue.Len() }
+
+// SyncCounts returns how many namespace syncs ran and how many failed.
+func (c *Controller) SyncCounts() (syncs, failures uint64) {
+	return c.syncs.Load(), c.failures.Load()
+}
+
+// Run works the queue with the given number of workers until ctx is done,
+// and returns once they have stopped.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer c.queue.ShutDown()
+	c.logger.Info("Starting controller")
+	defer c.logger.Info("Shutting down controller")
+	if !cache.WaitForNamedCacheSync(Name, ctx.Done(), c.synced...) {
+		return
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < max(workers, 1); i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); wait.UntilWithContext(ctx, c.runWorker, time.Second) }()
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+}
+
+func (c *Controller) runWorker(ctx context.Context) {
+	for c.processNextWorkItem(ctx) {
+	}
+}
+
+// processNextWorkItem syncs one namespace: Done always follows Get,
+// success forgets the key's backoff, an error requeues it rate-limited.
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	err := c.syncNamespace(ctx, key)
+	c.syncs.Add(1)
+	if err == nil {
+		c.queue.Forget(key)
+		return true
+	}
+	c.failures.Add(1)
+	c.logger.Error("Sync failed", "namespace", key, "err", err)
+	c.queue.AddRateLimited(key)
+	return true
+}
+
+// syncNamespace creates the accounts an active namespace lacks.
+func (c *Controller) syncNamespace(ctx context.Context, key string) error {
+	ns, err := c.nsLister.Get(key)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if ns.Status.Phase != v1.NamespaceActive {
+		return nil // nothing new goes into a terminating namespace
+	}
+	var errs []error
+	for _, want := range serviceAccountsToEnsure {
+		_, err := c.saLister.ServiceAccounts(ns.Name).Get(want.Name)
+		if err == nil {
+			continue
+		}
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+		sa := want.DeepCopy()
+		sa.Namespace = ns.Name
+		_, err = c.client.CoreV1().ServiceAccounts(ns.Name).Create(ctx, sa, metav1.CreateOptions{})
+		// Already there (the cache lagged), or the namespace started
+		// terminating meanwhile: nothing to do.
+		if err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.HasStatusCause(err, v1.NamespaceTerminatingCause) {
+			errs = append(errs, fmt.Errorf("create service account %s/%s: %w", ns.Name, want.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
