@@ -2,6 +2,9 @@ package controller
 
 import (
 	"github.com/klab-dev/klab/cluster/controller/controllerctx"
+	"github.com/klab-dev/klab/cluster/controller/endpoints"
+	"github.com/klab-dev/klab/cluster/controller/endpointslice"
+	"github.com/klab-dev/klab/cluster/controller/garbagecollector"
 	"github.com/klab-dev/klab/cluster/controller/namespace"
 	"github.com/klab-dev/klab/cluster/controller/nodelifecycle"
 	"github.com/klab-dev/klab/cluster/controller/serviceaccount"
@@ -14,6 +17,9 @@ var initFuncs = map[string]controllerctx.InitFunc{
 	nodelifecycle.TaintEvictionName: nodelifecycle.InitTaintEviction,
 	namespace.Name:                  namespace.Init,
 	serviceaccount.Name:             serviceaccount.Init,
+	endpoints.Name:                  endpoints.Init,
+	endpointslice.Name:              endpointslice.Init,
+	garbagecollector.Name:           garbagecollector.Init,
 }
 
 // concurrentSyncs are upstream's default worker counts per controller

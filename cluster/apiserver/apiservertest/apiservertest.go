@@ -74,6 +74,10 @@ func New(t testing.TB, opts Options) *Cluster {
 			Authenticator: authn,
 			Authorizer:    auth.NewAuthorizer(),
 		}
+		// The API server reaches kubelets (pods/log) as the cluster's
+		// runtime configures it: trusting the CA, with the admin token.
+		cfg.KubeletCA = p.CertPool()
+		cfg.KubeletToken, _ = p.Token(auth.AdminUser)
 		if opts.Tune != nil {
 			opts.Tune(&cfg)
 		}

@@ -197,7 +197,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	r.running.Add(1)
 	opts := app.Options{
 		Args:       args,
-		Env:        containerEnv(sb, c.cfg),
+		Env:        containerEnv(r.cfg.NodeName, sb, c.cfg),
 		Stdout:     c.log.stream("stdout"),
 		Stderr:     c.log.stream("stderr"),
 		ListenHost: sb.ip,
@@ -244,14 +244,21 @@ func (r *Runtime) run(ctx context.Context, c *container, opts app.Options) {
 }
 
 // containerEnv is the app's environment: what a container runtime adds
-// (HOSTNAME, and the image the app reports), then the container's own,
-// which wins.
-func containerEnv(sb *sandbox, cfg cri.ContainerConfig) []string {
+// (HOSTNAME, and the image the app reports), the pod's identity, then the
+// container's own, which wins. Upstream a manifest passes a pod its name,
+// namespace, node and IP through the downward API; klab's runtimes hand
+// them to every container so that the demo app can say who answered
+// without that boilerplate in every lesson's manifest.
+func containerEnv(nodeName string, sb *sandbox, cfg cri.ContainerConfig) []string {
 	hostname := sb.cfg.Hostname
 	if hostname == "" {
 		hostname = sb.cfg.Name
 	}
-	env := []string{app.EnvHostname + "=" + hostname, app.EnvImage + "=" + cfg.Image}
+	env := []string{
+		app.EnvHostname + "=" + hostname, app.EnvImage + "=" + cfg.Image,
+		app.EnvPodName + "=" + sb.cfg.Name, app.EnvPodNamespace + "=" + sb.cfg.Namespace,
+		app.EnvNodeName + "=" + nodeName, app.EnvPodIP + "=" + sb.ip,
+	}
 	for _, kv := range cfg.Env {
 		env = append(env, kv.Key+"="+kv.Value)
 	}

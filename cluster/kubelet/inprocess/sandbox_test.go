@@ -50,8 +50,8 @@ func TestPodsAreReachableAtTheirOwnIP(t *testing.T) {
 	startServing(t, rt, web, appContainer("web", "app"))
 	// A second container in the same pod shares its IP, on another port.
 	startServing(t, rt, web, appContainer("web", "sidecar", "--port=8081", "--message=sidecar"))
-	// Without the Downward API variables the app falls back to HOSTNAME and
-	// its listen address.
+	// Without Downward API variables in its spec the app still knows
+	// who it is: the runtime hands every container the pod's identity.
 	bare := appContainer("api", "app")
 	bare.Env = nil
 	startServing(t, rt, api, bare)
@@ -62,7 +62,7 @@ func TestPodsAreReachableAtTheirOwnIP(t *testing.T) {
 	}{
 		{"http://" + web.IP + ":8080", appAnswer{Pod: "web", Namespace: "shop", Node: "worker-1", PodIP: web.IP, Image: "klab/app:v2", Version: "v2"}},
 		{"http://" + web.IP + ":8081", appAnswer{Pod: "web", Namespace: "shop", Node: "worker-1", PodIP: web.IP, Image: "klab/app:v2", Version: "v2"}},
-		{"http://" + api.IP + ":8080", appAnswer{Pod: "api", PodIP: api.IP, Image: "klab/app:v2", Version: "v2"}},
+		{"http://" + api.IP + ":8080", appAnswer{Pod: "api", Namespace: "shop", Node: "worker-1", PodIP: api.IP, Image: "klab/app:v2", Version: "v2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {

@@ -1,0 +1,297 @@
+package kubelet
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/clock"
+
+	"github.com/klab-dev/klab/cluster/kubelet/cri"
+	"github.com/klab-dev/klab/cluster/timing"
+)
+
+// Kubelet is one node's agent. New prepares it; Start registers the node
+// and starts the loops; Stop or Kill ends them.
+type Kubelet struct {
+	cfg     Config
+	log     *slog.Logger
+	client  kubernetes.Interface
+	runtime cri.Runtime
+	clock   clock.WithTicker
+
+	broadcaster record.EventBroadcaster
+	rec         *recorder
+	stream      *eventStream
+
+	// crashBackOff delays restarts of crashing containers;
+	// imageBackOff retries of failed image pulls.
+	crashBackOff *flowcontrol.Backoff
+	imageBackOff *flowcontrol.Backoff
+	pullErrors   pullFailures
+
+	podInformer cache.SharedIndexInformer
+	workers     *podWorkers
+	statuses    *statusManager
+	probes      *probeManager
+	reasons     *reasonCache
+	mirrors     *mirrorManager
+	authn       *tokenAuthenticator
+
+	nodeMu sync.Mutex
+	// node is the Node as the API server last returned it.
+	node *v1.Node
+	// nodeStatusPosted is when the node status was last written.
+	nodeStatusPosted time.Time
+	lastLeaseRenew   time.Time
+	nodeKick         chan struct{}
+
+	ln  net.Listener
+	srv *http.Server
+
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	done     chan struct{}
+	errMu    sync.Mutex
+	err      error
+	stopOnce sync.Once
+	started  bool
+}
+
+// New checks cfg and prepares a kubelet; nothing runs until Start.
+func New(cfg Config) (*Kubelet, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(cfg.REST)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet %s: api client: %w", cfg.NodeName, err)
+	}
+	k := newKubelet(cfg, client, clock.RealClock{})
+	broadcaster := record.NewBroadcaster()
+	k.broadcaster = broadcaster
+	k.rec.events = broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: cfg.NodeName})
+	k.authn = newTokenAuthenticator(cfg.REST, k.clock)
+	return k, nil
+}
+
+// newKubelet wires a kubelet around a client and a clock; tests give it a
+// fake clientset, a fake clock and a fake event recorder.
+func newKubelet(cfg Config, client kubernetes.Interface, clk clock.WithTicker) *Kubelet {
+	ctx, cancel := context.WithCancel(context.Background())
+	stream := newEventStream()
+	k := &Kubelet{
+		cfg:          cfg,
+		log:          cfg.Logger.With("component", "kubelet", "node", cfg.NodeName),
+		client:       client,
+		runtime:      cfg.Runtime,
+		clock:        clk,
+		stream:       stream,
+		rec:          &recorder{node: cfg.NodeName, stream: stream, now: clk.Now, events: record.NewFakeRecorder(0)},
+		crashBackOff: flowcontrol.NewFakeBackOff(cfg.Speed.Scale(timing.BackOffInitial), cfg.Speed.Scale(timing.BackOffMax), clk),
+		imageBackOff: flowcontrol.NewFakeBackOff(cfg.Speed.Scale(timing.BackOffInitial), cfg.Speed.Scale(timing.BackOffMax), clk),
+		statuses:     newStatusManager(client, clk),
+		reasons:      newReasonCache(),
+		nodeKick:     make(chan struct{}, 1),
+		ctx:          ctx,
+		cancel:       cancel,
+		done:         make(chan struct{}),
+	}
+	k.workers = newPodWorkers(k)
+	k.probes = newProbeManager(k)
+	k.mirrors = newMirrorManager(k)
+	return k
+}
+
+// Start binds the HTTPS listener, registers the node (retrying until ctx
+// ends) and starts the kubelet's loops. ctx bounds the start only; the
+// kubelet runs until Stop or Kill.
+func (k *Kubelet) Start(ctx context.Context) error {
+	if k.started {
+		return errors.New("kubelet already started")
+	}
+	k.started = true
+	ln, err := net.Listen("tcp", k.cfg.Listen)
+	if err != nil {
+		k.finish(nil)
+		return fmt.Errorf("kubelet %s: listen on %s: %w", k.cfg.NodeName, k.cfg.Listen, err)
+	}
+	k.ln = tls.NewListener(ln, k.cfg.TLS)
+	if k.broadcaster != nil {
+		k.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.client.CoreV1().Events("")})
+	}
+	k.rec.nodeEvent(v1.EventTypeNormal, eventStarting, "Starting kubelet.")
+	if err := k.registerWithAPIServer(ctx); err != nil {
+		k.ln.Close()
+		k.shutdownRecorder()
+		k.finish(nil)
+		return err
+	}
+	k.podInformer = newPodInformer(k.client, k.cfg.NodeName)
+	k.podInformer.AddEventHandler(k.podEventHandler())
+	k.srv = &http.Server{Handler: k.handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: quietLog()}
+
+	k.goRun(func() { k.podInformer.Run(k.ctx.Done()) })
+	k.goRun(k.serve)
+	k.goRun(k.leaseLoop)
+	k.goRun(k.nodeStatusLoop)
+	k.goRun(k.runtimeEventsLoop)
+	k.goRun(k.housekeepingLoop)
+	k.goRun(k.mirrors.run)
+	k.log.Info("kubelet started", "listen", k.Addr(), "runtime", k.runtime.Name())
+	return nil
+}
+
+func (k *Kubelet) goRun(f func()) {
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		f()
+	}()
+}
+
+func (k *Kubelet) serve() {
+	err := k.srv.Serve(k.ln)
+	if err != nil && !errors.Is(err, http.ErrServerClosed) && k.ctx.Err() == nil {
+		k.setErr(fmt.Errorf("kubelet %s: serve: %w", k.cfg.NodeName, err))
+		k.log.Error("https server failed", "err", err)
+		go k.Kill()
+	}
+}
+
+// Stop stops the kubelet: no more syncs, probes or heartbeats. Pods keep
+// running in the runtime, as they do when a real kubelet restarts; a new
+// kubelet on the same runtime adopts them.
+func (k *Kubelet) Stop() error {
+	k.stop(true)
+	return k.Err()
+}
+
+// Kill stops the kubelet abruptly: connections are cut and nothing more
+// is written to the API server.
+func (k *Kubelet) Kill() { k.stop(false) }
+
+func (k *Kubelet) stop(graceful bool) {
+	k.stopOnce.Do(func() {
+		k.cancel()
+		if k.srv != nil {
+			if graceful {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				k.srv.Shutdown(ctx)
+				cancel()
+			} else {
+				k.srv.Close()
+			}
+		} else if k.ln != nil {
+			k.ln.Close()
+		}
+		k.workers.wait()
+		k.probes.stopAll()
+		k.wg.Wait()
+		k.shutdownRecorder()
+		k.finish(nil)
+		k.log.Info("kubelet stopped", "graceful", graceful)
+	})
+}
+
+func (k *Kubelet) shutdownRecorder() {
+	if k.broadcaster != nil {
+		k.broadcaster.Shutdown()
+	}
+}
+
+func (k *Kubelet) finish(err error) {
+	if err != nil {
+		k.setErr(err)
+	}
+	select {
+	case <-k.done:
+	default:
+		close(k.done)
+	}
+}
+
+func (k *Kubelet) setErr(err error) {
+	k.errMu.Lock()
+	defer k.errMu.Unlock()
+	if k.err == nil {
+		k.err = err
+	}
+}
+
+// Done is closed when the kubelet has stopped.
+func (k *Kubelet) Done() <-chan struct{} { return k.done }
+
+// Err reports why the kubelet stopped on its own, or nil.
+func (k *Kubelet) Err() error {
+	k.errMu.Lock()
+	defer k.errMu.Unlock()
+	return k.err
+}
+
+// Addr is the address the HTTPS server is bound to ("" before Start).
+func (k *Kubelet) Addr() string {
+	if k.ln == nil {
+		return ""
+	}
+	return k.ln.Addr().String()
+}
+
+// port is the bound port, for daemonEndpoints.
+func (k *Kubelet) port() int32 {
+	_, p, err := net.SplitHostPort(k.Addr())
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(p)
+	return int32(n)
+}
+
+// nodeUID is the registered Node's UID ("" before registration).
+func (k *Kubelet) nodeUID() types.UID {
+	k.nodeMu.Lock()
+	defer k.nodeMu.Unlock()
+	if k.node == nil {
+		return ""
+	}
+	return k.node.UID
+}
+
+// kickNodeStatus asks the status loop to look at the node status now.
+func (k *Kubelet) kickNodeStatus() {
+	select {
+	case k.nodeKick <- struct{}{}:
+	default:
+	}
+}
+
+// scaled divides an upstream duration by the speed factor.
+func (k *Kubelet) scaled(d time.Duration) time.Duration { return k.cfg.Speed.Scale(d) }
+
+// sleep waits d or until the kubelet stops; it reports whether to go on.
+func (k *Kubelet) sleep(d time.Duration) bool {
+	t := k.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-k.ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	}
+}

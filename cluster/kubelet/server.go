@@ -1,0 +1,159 @@
+package kubelet
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// handler is the kubelet's HTTPS API: /healthz, /containerLogs and the
+// klab debug endpoints, every one behind authentication and
+// authorization, as the kubelet's port 10250 is.
+func (k *Kubelet) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok")
+	})
+	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", k.serveContainerLogs)
+	mux.HandleFunc("GET /debug/klab/status", k.serveStatus)
+	mux.HandleFunc("GET /debug/klab/events", k.serveEvents)
+	return k.withAuth(mux)
+}
+
+// withAuth lets in requests with a bearer token of a system:masters user;
+// others get 401 (no or unknown token) or 403, with upstream's texts.
+func (k *Kubelet) withAuth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := bearerToken(r.Header.Get("Authorization"))
+		if !ok {
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		user, err := k.authn.authenticate(r.Context(), token)
+		if err != nil {
+			if !errors.Is(err, errUnauthenticated) {
+				k.log.Warn("unable to authenticate the request", "err", err)
+			}
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		if !allowed(user) {
+			msg := fmt.Sprintf("Forbidden (user=%s, verb=%s, resource=%s, subresource(s)=[%s])", user.Username, "get", "nodes", subresource(r.URL.Path))
+			http.Error(w, msg, http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// subresource is the nodes subresource upstream's kubelet authorizes a
+// path as.
+func subresource(path string) string {
+	switch {
+	case path == "/healthz":
+		return "healthz"
+	case strings.HasPrefix(path, "/logs"):
+		return "log"
+	default:
+		return "proxy"
+	}
+}
+
+// writeStatusError answers with a metav1.Status, which kubectl prints as
+// "Error from server (BadRequest): ..." when the API server passes it on.
+func writeStatusError(w http.ResponseWriter, code int, reason metav1.StatusReason, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(&metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusFailure, Message: message, Reason: reason, Code: int32(code),
+	})
+}
+
+// Status is the kubelet's /debug/klab/status.
+type Status struct {
+	Node       string            `json:"node"`
+	Runtime    string            `json:"runtime"`
+	Listen     string            `json:"listen"`
+	Ready      bool              `json:"ready"`
+	NodeUID    string            `json:"nodeUID,omitempty"`
+	LastLease  time.Time         `json:"lastLeaseRenew,omitzero"`
+	LastStatus time.Time         `json:"lastNodeStatus,omitzero"`
+	Speed      float64           `json:"speed"`
+	Pods       []WorkerStatus    `json:"pods"`
+	StaticPods []StaticPodStatus `json:"staticPods,omitempty"`
+}
+
+// DebugStatus reports the kubelet's state, as /debug/klab/status does.
+func (k *Kubelet) DebugStatus() Status {
+	k.nodeMu.Lock()
+	st := Status{
+		Node: k.cfg.NodeName, Runtime: k.runtime.Name(), Listen: k.Addr(),
+		LastLease: k.lastLeaseRenew, LastStatus: k.nodeStatusPosted, Speed: k.cfg.Speed.Factor(),
+	}
+	if k.node != nil {
+		st.NodeUID = string(k.node.UID)
+		for _, c := range k.node.Status.Conditions {
+			if c.Type == v1.NodeReady {
+				st.Ready = c.Status == v1.ConditionTrue
+			}
+		}
+	}
+	k.nodeMu.Unlock()
+	st.Pods = k.workers.snapshot()
+	st.StaticPods = k.mirrors.snapshot()
+	return st
+}
+
+func (k *Kubelet) serveStatus(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(k.DebugStatus())
+}
+
+// serveEvents streams lifecycle events as newline-delimited JSON: the
+// recent ones first, then each as it happens.
+func (k *Kubelet) serveEvents(w http.ResponseWriter, r *http.Request) {
+	ch, recent := k.stream.subscribe()
+	defer k.stream.unsubscribe(ch)
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	flush := func() {
+		bw.Flush()
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	for _, ev := range recent {
+		enc.Encode(ev)
+	}
+	flush()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-k.ctx.Done():
+			return
+		case ev := <-ch:
+			if enc.Encode(ev) != nil {
+				return
+			}
+			flush()
+		}
+	}
+}
+
+// quietLog keeps net/http's own complaints (TLS handshakes of probes that
+// hang up) out of the output.
+func quietLog() *log.Logger { return log.New(io.Discard, "", 0) }
