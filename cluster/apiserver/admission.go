@@ -88,6 +88,15 @@ func prepareForUpdate(res *registry.Resource, sub string, obj, current runtime.O
 	m.SetGeneration(cm.GetGeneration())
 	m.SetManagedFields(nil)
 	if sub == registry.SubStatus {
+		if pod, ok := obj.(*corev1.Pod); ok {
+			// As upstream's pod status strategy: a status write keeps its
+			// metadata (the scheduler explains itself in annotations)
+			// but not the spec, owner references or deletion stamp.
+			cur := current.(*corev1.Pod)
+			pod.Spec = cur.Spec
+			pod.OwnerReferences = cur.OwnerReferences
+			return nil
+		}
 		// Only the status changes: take it onto a copy of the current
 		// object.
 		status := reflect.ValueOf(obj).Elem().FieldByName("Status")

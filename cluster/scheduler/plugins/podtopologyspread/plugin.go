@@ -59,8 +59,10 @@ var (
 
 // New builds the plugin with the system default constraints. It reads the
 // snapshot through h and, when h has an informer factory, registers
-// Service, ReplicationController, ReplicaSet and StatefulSet informers
-// with it (the caller starts the factory after building the plugins).
+// Service and ReplicaSet informers with it (the caller starts the factory
+// after building the plugins). Upstream also follows ReplicationControllers
+// and StatefulSets; klab's API server serves neither, so their listers stay
+// nil and such owners are not looked up.
 func New(_ context.Context, h framework.Handle) (framework.Plugin, error) {
 	if h == nil {
 		return nil, fmt.Errorf("%s needs a framework handle", Name)
@@ -72,10 +74,8 @@ func New(_ context.Context, h framework.Handle) (framework.Plugin, error) {
 	}
 	if f := h.SharedInformerFactory(); f != nil {
 		pl.listers = helper.SpreadListers{
-			Services:               f.Core().V1().Services().Lister(),
-			ReplicationControllers: f.Core().V1().ReplicationControllers().Lister(),
-			ReplicaSets:            f.Apps().V1().ReplicaSets().Lister(),
-			StatefulSets:           f.Apps().V1().StatefulSets().Lister(),
+			Services:    f.Core().V1().Services().Lister(),
+			ReplicaSets: f.Apps().V1().ReplicaSets().Lister(),
 		}
 	}
 	return pl, nil

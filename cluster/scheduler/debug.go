@@ -1,0 +1,124 @@
+package scheduler
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Status is the scheduler's state, as GET /debug/klab/status serves it.
+type Status struct {
+	// Identity is the leader-election identity (Identity_<uuid>), or the
+	// configured identity without leader election.
+	Identity string `json:"identity"`
+	// Leader reports whether this scheduler leads (always, without leader
+	// election); LeaderHolder is the lease holder it last saw.
+	Leader         bool   `json:"leader"`
+	LeaderHolder   string `json:"leaderHolder"`
+	LeaderElection bool   `json:"leaderElection"`
+	// Queue is how many pods wait where.
+	Queue QueueStatus `json:"queue"`
+	// Counters count outcomes since the start.
+	Counters Counters `json:"counters"`
+	// CycleP50 and CycleP99 are percentiles of the recent scheduling
+	// cycles' durations.
+	CycleP50 time.Duration `json:"cycleP50Ns"`
+	CycleP99 time.Duration `json:"cycleP99Ns"`
+	// Nodes, Pods and AssumedPods describe the cache.
+	Nodes       int `json:"nodes"`
+	Pods        int `json:"pods"`
+	AssumedPods int `json:"assumedPods"`
+}
+
+// QueueStatus counts the pods of each sub-queue.
+type QueueStatus struct {
+	Active        int `json:"active"`
+	Backoff       int `json:"backoff"`
+	Unschedulable int `json:"unschedulable"`
+}
+
+// Status returns the scheduler's state.
+func (s *Scheduler) Status() Status {
+	st := Status{Identity: s.identity, LeaderElection: s.leaderElection != nil}
+	st.Leader, st.LeaderHolder = s.leader()
+	st.Queue.Active, st.Queue.Backoff, st.Queue.Unschedulable = s.queue.Lengths()
+	st.Counters, st.CycleP50, st.CycleP99 = s.stats.snapshot()
+	st.Nodes = s.cache.NodeCount()
+	st.Pods, st.AssumedPods = s.cache.PodCount()
+	return st
+}
+
+// Decisions returns the recent decisions about a pod, oldest first. An
+// empty name matches every pod of the namespace; an empty namespace, every
+// namespace.
+func (s *Scheduler) Decisions(namespace, name string) []Decision {
+	return s.decisions.list(namespace, name)
+}
+
+// debugMux serves /healthz and /debug/klab.
+func (s *Scheduler) debugMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("GET /debug/klab/status", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, s.Status())
+	})
+	mux.HandleFunc("GET /debug/klab/decisions", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		writeJSON(w, s.Decisions(q.Get("namespace"), q.Get("name")))
+	})
+	mux.HandleFunc("GET /debug/klab/events", s.serveEvents)
+	return mux
+}
+
+// serveEvents streams decisions, bindings and leader changes as
+// newline-delimited JSON, one flushed line per event. ?since=N replays the
+// retained events after sequence number N first (all retained ones for 0).
+func (s *Scheduler) serveEvents(w http.ResponseWriter, r *http.Request) {
+	since, _ := strconv.ParseUint(r.URL.Query().Get("since"), 10, 64)
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-cache")
+	past, events, cancel := s.hub.subscribe(since)
+	defer cancel()
+	enc := json.NewEncoder(w)
+	send := func(e Event) bool {
+		if err := enc.Encode(e); err != nil {
+			return false
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return true
+	}
+	for _, e := range past {
+		if !send(e) {
+			return
+		}
+	}
+	if flusher != nil {
+		flusher.Flush()
+	}
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.ctx.Done():
+			return
+		case e := <-events:
+			if !send(e) {
+				return
+			}
+		}
+	}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
