@@ -2,11 +2,15 @@ package controller
 
 import (
 	"github.com/klab-dev/klab/cluster/controller/controllerctx"
+	"github.com/klab-dev/klab/cluster/controller/daemonset"
+	"github.com/klab-dev/klab/cluster/controller/deployment"
 	"github.com/klab-dev/klab/cluster/controller/endpoints"
 	"github.com/klab-dev/klab/cluster/controller/endpointslice"
 	"github.com/klab-dev/klab/cluster/controller/garbagecollector"
+	"github.com/klab-dev/klab/cluster/controller/job"
 	"github.com/klab-dev/klab/cluster/controller/namespace"
 	"github.com/klab-dev/klab/cluster/controller/nodelifecycle"
+	"github.com/klab-dev/klab/cluster/controller/replicaset"
 	"github.com/klab-dev/klab/cluster/controller/serviceaccount"
 )
 
@@ -20,6 +24,10 @@ var initFuncs = map[string]controllerctx.InitFunc{
 	endpoints.Name:                  endpoints.Init,
 	endpointslice.Name:              endpointslice.Init,
 	garbagecollector.Name:           garbagecollector.Init,
+	replicaset.Name:                 replicaset.Init,
+	deployment.Name:                 deployment.Init,
+	daemonset.Name:                  daemonset.Init,
+	job.Name:                        job.Init,
 }
 
 // concurrentSyncs are upstream's default worker counts per controller

@@ -1,0 +1,187 @@
+// Package daemonset is klab's DaemonSet controller, after upstream's
+// pkg/controller/daemon: one pod of the DaemonSet on every node it should
+// run on (node selector, required node affinity, taints against
+// tolerations), none elsewhere, and its template's updates rolled out
+// node by node (RollingUpdate, within maxUnavailable or maxSurge) or left
+// to the user (OnDelete).
+//
+// The controller does not bind pods itself: since Kubernetes 1.12 a
+// daemon pod carries a required node affinity for its node's
+// metadata.name, and the default scheduler binds it there. It also
+// tolerates the node-condition taints (not-ready, unreachable,
+// disk/memory/pid pressure, unschedulable) that would keep or evict other
+// pods, since a node's daemons must run on it regardless.
+//
+// klab's API server has no controllerrevisions resource, so the
+// DaemonSet's history lives nowhere: the template hash that upstream
+// reads from the current ControllerRevision's controller-revision-hash
+// label is computed here from the template directly (the same
+// ComputeHash over the same template, so the same value for a new
+// revision). `kubectl rollout history/undo daemonset` therefore has
+// nothing to show or restore.
+package daemonset
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/klab-dev/klab/cluster/controller/controllerctx"
+	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
+)
+
+const (
+	// Name is the controller's name in kube-controller-manager.
+	Name = "daemonset"
+	// EventSource is the component its events name as their source.
+	EventSource = "daemonset-controller"
+
+	// Event reasons, as upstream's.
+	SelectingAllReason       = "SelectingAll"
+	FailedDaemonPodReason    = "FailedDaemonPod"
+	SucceededDaemonPodReason = "SucceededDaemonPod"
+
+	// statusUpdateRetries is how many times a conflicting status update is
+	// retried on a fresh read before the key is requeued.
+	statusUpdateRetries = 1
+	// failedPodsBackoffInitial and failedPodsBackoffMax bound how often a
+	// node's failed daemon pod is deleted and recreated (a kubelet that
+	// keeps rejecting it must not make the two fight in a hot loop).
+	failedPodsBackoffInitial = 1 * time.Second
+	failedPodsBackoffMax     = 15 * time.Minute
+	// backoffGCInterval is how often stale backoff entries are dropped.
+	backoffGCInterval = 1 * time.Minute
+)
+
+// controllerKind is what the ControllerRef of a DaemonSet's pods names.
+var controllerKind = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
+
+// Controller is the DaemonSet controller.
+type Controller struct {
+	client     kubernetes.Interface
+	podControl controllerutil.PodControl
+	recorder   record.EventRecorder
+
+	dsLister   appslisters.DaemonSetLister
+	podLister  corelisters.PodLister
+	nodeLister corelisters.NodeLister
+	synced     []cache.InformerSynced
+
+	// queue holds DaemonSet keys.
+	queue        workqueue.TypedRateLimitingInterface[string]
+	expectations *controllerutil.ControllerExpectations
+	// failedPodsBackoff spaces out the replacement of failed pods, per
+	// DaemonSet, generation and node. Its Clock is the controller's clock
+	// (availability is judged by it too).
+	failedPodsBackoff *flowcontrol.Backoff
+	burstReplicas     int
+	backoffGC         time.Duration
+	logger            *slog.Logger
+}
+
+var _ controllerctx.Controller = (*Controller)(nil)
+
+// Init builds the controller and registers its informer handlers.
+func Init(ctx context.Context, c controllerctx.Context) (controllerctx.Controller, error) {
+	return newController(c)
+}
+
+func newController(c controllerctx.Context) (*Controller, error) {
+	dsInformer := c.Informers.Apps().V1().DaemonSets()
+	podInformer := c.Informers.Core().V1().Pods()
+	nodeInformer := c.Informers.Core().V1().Nodes()
+	recorder := c.Recorder(EventSource)
+	dsc := &Controller{
+		client:     c.Client,
+		podControl: controllerutil.PodControl{Client: c.Client, Recorder: recorder},
+		recorder:   recorder,
+		dsLister:   dsInformer.Lister(),
+		podLister:  podInformer.Lister(),
+		nodeLister: nodeInformer.Lister(),
+		synced:     []cache.InformerSynced{dsInformer.Informer().HasSynced, podInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name}),
+		expectations:      controllerutil.NewControllerExpectations(c.Speed.Scale(controllerutil.ExpectationsTimeout)),
+		failedPodsBackoff: flowcontrol.NewBackOff(c.Speed.Scale(failedPodsBackoffInitial), c.Speed.Scale(failedPodsBackoffMax)),
+		burstReplicas:     controllerutil.BurstReplicas,
+		backoffGC:         c.Speed.Scale(backoffGCInterval),
+		logger:            c.Logger.With("controller", Name),
+	}
+	handlers := []struct {
+		informer cache.SharedIndexInformer
+		funcs    cache.ResourceEventHandlerFuncs
+	}{
+		{dsInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: dsc.addDaemonSet, UpdateFunc: dsc.updateDaemonSet, DeleteFunc: dsc.deleteDaemonSet}},
+		{podInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: dsc.addPod, UpdateFunc: dsc.updatePod, DeleteFunc: dsc.deletePod}},
+		{nodeInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: dsc.addNode, UpdateFunc: dsc.updateNode, DeleteFunc: dsc.deleteNode}},
+	}
+	for _, h := range handlers {
+		if _, err := h.informer.AddEventHandler(h.funcs); err != nil {
+			return nil, fmt.Errorf("register daemonset controller handlers: %w", err)
+		}
+	}
+	return dsc, nil
+}
+
+// Name returns "daemonset".
+func (dsc *Controller) Name() string { return Name }
+
+// Run waits for the caches, then runs workers until ctx is done.
+func (dsc *Controller) Run(ctx context.Context, workers int) {
+	defer dsc.queue.ShutDown()
+	if !cache.WaitForCacheSync(ctx.Done(), dsc.synced...) {
+		return
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wait.UntilWithContext(ctx, dsc.worker, time.Second)
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		wait.Until(dsc.failedPodsBackoff.GC, dsc.backoffGC, ctx.Done())
+	}()
+	<-ctx.Done()
+	dsc.queue.ShutDown()
+	wg.Wait()
+}
+
+func (dsc *Controller) worker(ctx context.Context) {
+	for dsc.processNextWorkItem(ctx) {
+	}
+}
+
+// processNextWorkItem syncs one key. The queue never hands a key to two
+// workers at once; Done releases it. A key that synced is forgotten by
+// the rate limiter; one that failed comes back after a growing delay.
+func (dsc *Controller) processNextWorkItem(ctx context.Context) bool {
+	key, quit := dsc.queue.Get()
+	if quit {
+		return false
+	}
+	defer dsc.queue.Done(key)
+	if err := dsc.syncDaemonSet(ctx, key); err != nil {
+		dsc.logger.Info("sync failed, requeuing", "daemonSet", key, "err", err)
+		dsc.queue.AddRateLimited(key)
+		return true
+	}
+	dsc.queue.Forget(key)
+	return true
+}

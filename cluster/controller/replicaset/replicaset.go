@@ -1,0 +1,153 @@
+// Package replicaset is klab's ReplicaSet controller, after upstream's
+// pkg/controller/replicaset: it keeps spec.replicas pods running from a
+// ReplicaSet's template, adopting matching orphans and releasing pods that
+// no longer match, and reports what it sees in the ReplicaSet's status.
+//
+// Its shape is sample-controller's: informer handlers only enqueue keys
+// ("namespace/name"), and one level-triggered sync converges one
+// ReplicaSet. Expectations keep a sync from creating or deleting again
+// before the informer has shown it its previous creates and deletes.
+package replicaset
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+
+	"github.com/klab-dev/klab/cluster/controller/controllerctx"
+	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
+)
+
+const (
+	// Name is the controller's name in kube-controller-manager.
+	Name = "replicaset"
+	// EventSource is the component its events name as their source.
+	EventSource = "replicaset-controller"
+	// statusUpdateRetries is how many times a conflicting status update is
+	// retried on a fresh read before the key is requeued.
+	statusUpdateRetries = 1
+)
+
+// controllerKind is what the ControllerRef of a ReplicaSet's pods names.
+var controllerKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
+
+// Controller is the ReplicaSet controller.
+type Controller struct {
+	client     kubernetes.Interface
+	podControl controllerutil.PodControl
+	recorder   record.EventRecorder
+
+	rsLister  appslisters.ReplicaSetLister
+	podLister corelisters.PodLister
+	rsSynced  cache.InformerSynced
+	podSynced cache.InformerSynced
+
+	// queue holds ReplicaSet keys.
+	queue        workqueue.TypedRateLimitingInterface[string]
+	expectations *controllerutil.UIDTrackingControllerExpectations
+	// burstReplicas caps the creates or deletes of one sync.
+	burstReplicas int
+	clock         clock.PassiveClock
+	logger        *slog.Logger
+}
+
+var _ controllerctx.Controller = (*Controller)(nil)
+
+// Init builds the controller and registers its informer handlers.
+func Init(ctx context.Context, c controllerctx.Context) (controllerctx.Controller, error) {
+	return newController(c)
+}
+
+func newController(c controllerctx.Context) (*Controller, error) {
+	rsInformer := c.Informers.Apps().V1().ReplicaSets()
+	podInformer := c.Informers.Core().V1().Pods()
+	recorder := c.Recorder(EventSource)
+	rsc := &Controller{
+		client:     c.Client,
+		podControl: controllerutil.PodControl{Client: c.Client, Recorder: recorder},
+		recorder:   recorder,
+		rsLister:   rsInformer.Lister(),
+		podLister:  podInformer.Lister(),
+		rsSynced:   rsInformer.Informer().HasSynced,
+		podSynced:  podInformer.Informer().HasSynced,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name}),
+		expectations:  controllerutil.NewUIDTrackingControllerExpectations(c.Speed.Scale(controllerutil.ExpectationsTimeout)),
+		burstReplicas: controllerutil.BurstReplicas,
+		clock:         clock.RealClock{},
+		logger:        c.Logger.With("controller", Name),
+	}
+	if _, err := rsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    rsc.addReplicaSet,
+		UpdateFunc: rsc.updateReplicaSet,
+		DeleteFunc: rsc.deleteReplicaSet,
+	}); err != nil {
+		return nil, fmt.Errorf("register replicaset handlers: %w", err)
+	}
+	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    rsc.addPod,
+		UpdateFunc: rsc.updatePod,
+		DeleteFunc: rsc.deletePod,
+	}); err != nil {
+		return nil, fmt.Errorf("register pod handlers: %w", err)
+	}
+	return rsc, nil
+}
+
+// Name returns "replicaset".
+func (rsc *Controller) Name() string { return Name }
+
+// Run waits for the caches, then runs workers until ctx is done.
+func (rsc *Controller) Run(ctx context.Context, workers int) {
+	defer rsc.queue.ShutDown()
+	if !cache.WaitForCacheSync(ctx.Done(), rsc.rsSynced, rsc.podSynced) {
+		return
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wait.UntilWithContext(ctx, rsc.worker, time.Second)
+		}()
+	}
+	<-ctx.Done()
+	rsc.queue.ShutDown()
+	wg.Wait()
+}
+
+func (rsc *Controller) worker(ctx context.Context) {
+	for rsc.processNextWorkItem(ctx) {
+	}
+}
+
+// processNextWorkItem syncs one key. The queue never hands the same key to
+// two workers at once; Done releases it. A key that synced is forgotten
+// by the rate limiter; one that failed comes back after a growing delay.
+func (rsc *Controller) processNextWorkItem(ctx context.Context) bool {
+	key, quit := rsc.queue.Get()
+	if quit {
+		return false
+	}
+	defer rsc.queue.Done(key)
+	if err := rsc.sync(ctx, key); err != nil {
+		rsc.logger.Info("sync failed, requeuing", "replicaSet", key, "err", err)
+		rsc.queue.AddRateLimited(key)
+		return true
+	}
+	rsc.queue.Forget(key)
+	return true
+}
