@@ -97,14 +97,17 @@ func prepareForUpdate(res *registry.Resource, sub string, obj, current runtime.O
 			pod.OwnerReferences = cur.OwnerReferences
 			return nil
 		}
-		// Only the status changes: take it onto a copy of the current
-		// object.
+		// Only the status and the annotations change (controllers record
+		// their bookkeeping there, as the deployment controller does its
+		// revision): take them onto a copy of the current object.
 		status := reflect.ValueOf(obj).Elem().FieldByName("Status")
+		annotations := m.GetAnnotations()
 		target := reflect.ValueOf(current).Elem()
 		if status.IsValid() {
 			target.FieldByName("Status").Set(status)
 		}
 		reflect.ValueOf(obj).Elem().Set(target)
+		m.SetAnnotations(annotations)
 		return nil
 	}
 	if sub == registry.SubFinalize {

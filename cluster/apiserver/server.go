@@ -195,6 +195,10 @@ func (s *Server) Stop() {
 			close(s.done)
 			return
 		}
+		// The watch cache goes first: its watches end, so their
+		// requests finish and the graceful shutdown need not wait for
+		// them.
+		s.store.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		if err := s.http.Shutdown(ctx); err != nil {
@@ -214,6 +218,7 @@ func (s *Server) Kill() {
 			close(s.done)
 			return
 		}
+		s.store.Close()
 		s.http.Close()
 		<-s.done
 	})

@@ -27,10 +27,11 @@ type ListOptions struct {
 	// Limit and Continue page a list, as upstream's chunked lists do.
 	Limit    int64
 	Continue string
-	// ResourceVersion: "" reads the latest state (a linearizable read);
-	// "0" accepts any state (served from the member without a quorum
-	// round); a number N reads at exactly N when ResourceVersionMatch is
-	// Exact, at N or later otherwise.
+	// ResourceVersion: "" reads the latest state (a linearizable read of
+	// etcd); "0" accepts any state (served by the watch cache, or by the
+	// etcd member without a quorum round while the cache starts); a number
+	// N reads at exactly N when ResourceVersionMatch is Exact, at N or
+	// later otherwise (from the watch cache when there is no Limit).
 	ResourceVersion      string
 	ResourceVersionMatch metav1.ResourceVersionMatch
 }
@@ -78,6 +79,15 @@ func (p *Predicate) Matches(obj runtime.Object) bool {
 		return false
 	}
 	return p.fields.Empty() || p.fields.Matches(FieldSet(p.res, obj))
+}
+
+// matchesAttrs is Matches on attributes computed beforehand: the watch
+// cache computes an object's labels and fields once for all watchers.
+func (p *Predicate) matchesAttrs(ls labels.Set, fs fields.Set) bool {
+	if !p.labels.Empty() && !p.labels.Matches(ls) {
+		return false
+	}
+	return p.fields.Empty() || p.fields.Matches(fs)
 }
 
 // FieldSet returns the fields a field selector may name on obj.
@@ -133,11 +143,21 @@ func decodeContinue(token, prefix string) (rev int64, startKey string, err error
 
 // List returns the objects of res in namespace ("" for all) that opts
 // select, as a typed list whose resourceVersion is the etcd revision it was
-// read at.
+// read at. A list that accepts a stale state is answered from the watch
+// cache; its items may be shared with watches and must not be changed.
 func (s *Store) List(ctx context.Context, res *registry.Resource, namespace string, opts ListOptions) (runtime.Object, error) {
 	pred, err := NewPredicate(res, opts.Labels, opts.Fields)
 	if err != nil {
 		return nil, err
+	}
+	if minRev, ok := servedFromCache(opts); ok {
+		if c := s.cacherFor(res, 0); c != nil {
+			list, err := c.list(ctx, res.Prefix(namespace), pred, minRev)
+			if err != errCacheNotReady {
+				return list, err
+			}
+			// The cache is still listing: etcd answers meanwhile.
+		}
 	}
 	prefix := res.Prefix(namespace)
 	start := prefix
@@ -241,6 +261,28 @@ func (s *Store) List(ctx context.Context, res *registry.Resource, namespace stri
 		}
 	}
 	return list, nil
+}
+
+// servedFromCache reports whether a list may be answered by the watch
+// cache, and the revision the answer must not be older than. As upstream:
+// resourceVersion "0" (any state, where a limit is ignored), or N with
+// resourceVersionMatch NotOlderThan (or unset) and no limit; consistent
+// (""), exact and continued lists read etcd.
+func servedFromCache(opts ListOptions) (int64, bool) {
+	if opts.Continue != "" || opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact {
+		return 0, false
+	}
+	switch opts.ResourceVersion {
+	case "":
+		return 0, false
+	case "0":
+		return 0, true
+	}
+	rev, err := strconv.ParseInt(opts.ResourceVersion, 10, 64)
+	if err != nil || rev <= 0 || opts.Limit > 0 {
+		return 0, false
+	}
+	return rev, true
 }
 
 // CurrentRevision returns etcd's current revision (a linearizable read).

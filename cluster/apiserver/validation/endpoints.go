@@ -44,7 +44,7 @@ func validateEndpointAddress(addr *corev1.EndpointAddress, fldPath *field.Path) 
 	if addr.NodeName != nil {
 		allErrs = append(allErrs, validateNameWith(nameIsDNSSubdomain, *addr.NodeName, fldPath.Child("nodeName"))...)
 	}
-	return append(allErrs, validateNonSpecialIP(addr.IP, fldPath.Child("ip"))...)
+	return append(allErrs, validateEndpointIP(addr.IP, fldPath.Child("ip"))...)
 }
 
 func validateEndpointPort(port *corev1.EndpointPort, requireName bool, fldPath *field.Path) field.ErrorList {

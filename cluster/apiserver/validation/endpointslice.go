@@ -78,7 +78,7 @@ func validateSliceAddress(addr string, addrType discoveryv1.AddressType, fldPath
 		} else if addrType == discoveryv1.AddressTypeIPv6 && !v6 {
 			allErrs = append(allErrs, field.Invalid(fldPath, addr, "must be an IPv6 address"))
 		}
-		return append(allErrs, validateNonSpecialIP(addr, fldPath)...)
+		return append(allErrs, validateEndpointIP(addr, fldPath)...)
 	case discoveryv1.AddressTypeFQDN:
 		return validation.IsFullyQualifiedDomainName(fldPath, addr)
 	}

@@ -22,6 +22,20 @@ func isDualStack(ips []string) bool {
 // validateNonSpecialIP refuses addresses that can never be a Service's or an
 // endpoint's: unspecified, loopback and link-local ones.
 func validateNonSpecialIP(ip string, fldPath *field.Path) field.ErrorList {
+	return validateIPNotSpecial(ip, fldPath, false)
+}
+
+// validateEndpointIP is validateNonSpecialIP for an endpoint's address,
+// which klab lets be a loopback one: in the local runtime every pod is a
+// server on its own 127.x.y.z address (Linux routes all of 127.0.0.0/8 to
+// the loopback interface), the in-process stand-in for a pod network.
+// Upstream refuses them because on a real node 127.0.0.1 is every pod's
+// own loopback.
+func validateEndpointIP(ip string, fldPath *field.Path) field.ErrorList {
+	return validateIPNotSpecial(ip, fldPath, true)
+}
+
+func validateIPNotSpecial(ip string, fldPath *field.Path, loopbackOK bool) field.ErrorList {
 	parsed := netutils.ParseIPSloppy(ip)
 	if parsed == nil {
 		return field.ErrorList{field.Invalid(fldPath, ip, "must be a valid IP address")}
@@ -30,7 +44,7 @@ func validateNonSpecialIP(ip string, fldPath *field.Path) field.ErrorList {
 	if parsed.IsUnspecified() {
 		allErrs = append(allErrs, field.Invalid(fldPath, ip, fmt.Sprintf("may not be unspecified (%v)", ip)))
 	}
-	if parsed.IsLoopback() {
+	if parsed.IsLoopback() && !loopbackOK {
 		allErrs = append(allErrs, field.Invalid(fldPath, ip, "may not be in the loopback range (127.0.0.0/8, ::1/128)"))
 	}
 	if parsed.IsLinkLocalUnicast() {
