@@ -10,6 +10,7 @@ import (
 
 	"github.com/klab-dev/klab/cluster/etcd"
 	"github.com/klab-dev/klab/cluster/runtime"
+	"github.com/klab-dev/klab/cluster/timing"
 )
 
 // Member health, as klab status shows it.
@@ -38,6 +39,10 @@ type ClusterStatus struct {
 	// Leader is the name of the member the others follow, if any.
 	Leader  string         `json:"leader,omitempty"`
 	Members []MemberStatus `json:"members"`
+	// Speed divides Kubernetes' timings; Timings lists each one's lab value
+	// beside its upstream default.
+	Speed   float64      `json:"speed"`
+	Timings []timing.Row `json:"timings"`
 }
 
 // Answering returns how many members answered.
@@ -98,7 +103,8 @@ func Status(ctx context.Context, name string) (*ClusterStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &ClusterStatus{Name: info.Name, Runtime: info.Runtime, EtcdEndpoints: info.EtcdEndpoints, APIServer: info.APIServer, Kubeconfig: info.Kubeconfig}
+	st := &ClusterStatus{Name: info.Name, Runtime: info.Runtime, EtcdEndpoints: info.EtcdEndpoints, APIServer: info.APIServer, Kubeconfig: info.Kubeconfig,
+		Speed: info.Spec.Speed, Timings: timing.Speed(info.Spec.Speed).Table()}
 	states := map[runtime.Ref]runtime.ComponentInfo{}
 	if c, err := Connect(ctx, name); err == nil {
 		st.Running = true

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/klog/v2"
+
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/etcd"
 	"github.com/klab-dev/klab/cluster/lab/pki"
@@ -43,6 +45,9 @@ type Options struct {
 	// LeaderTimeout bounds the wait for a leader; zero means
 	// DefaultLeaderTimeout.
 	LeaderTimeout time.Duration
+	// NodesReadyTimeout bounds the wait for every node to be Ready; zero
+	// means DefaultNodesReadyTimeout.
+	NodesReadyTimeout time.Duration
 }
 
 // Cluster is a cluster run by this process, from Up until Close.
@@ -100,6 +105,10 @@ func Up(ctx context.Context, spec Spec, opts Options) (_ *Cluster, err error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	// client-go logs through klog, process-wide: in the local runtime the
+	// components' client libraries write to klab's log, never to the
+	// terminal the user (or the TUI) is looking at.
+	klog.SetSlogLogger(logger.With("source", "client-go"))
 	c := &Cluster{spec: spec, dir: dir, logger: logger, shutdown: make(chan struct{})}
 	c.phase.Store(PhaseStarting)
 	c.shutdownReason.Store("")
@@ -131,8 +140,12 @@ func Up(ctx context.Context, spec Spec, opts Options) (_ *Cluster, err error) {
 
 	p := opts.Progress
 	nodes := make([]runtime.Node, spec.Masters)
-	if err := p.step(i18n.M("up.step.nodes", spec.Masters, rtName), func() error {
-		return c.createNodes(ctx, nodes, prev)
+	workers := make([]runtime.Node, spec.Workers)
+	if err := p.step(i18n.M("up.step.nodes", spec.Masters+spec.Workers, rtName), func() error {
+		if err := c.createNodes(ctx, nodes, prev); err != nil {
+			return err
+		}
+		return c.createWorkers(ctx, workers, prev)
 	}); err != nil {
 		return nil, err
 	}
@@ -167,7 +180,7 @@ func Up(ctx context.Context, spec Spec, opts Options) (_ *Cluster, err error) {
 	var certs *pki.PKI
 	if err := p.step(i18n.M("up.step.pki", filepath.Join(dir, pkiDirName)), func() error {
 		var err error
-		certs, err = c.ensurePKI(nodes, lbNode)
+		certs, err = c.ensurePKI(append(append([]runtime.Node(nil), nodes...), workers...), lbNode)
 		return err
 	}); err != nil {
 		return nil, err
@@ -195,7 +208,35 @@ func Up(ctx context.Context, spec Spec, opts Options) (_ *Cluster, err error) {
 	}); err != nil {
 		return nil, err
 	}
-	info := c.newInfo(rtName, nodes, prev)
+	if err := p.step(i18n.M("up.step.control-loop", len(nodes)), func() error {
+		return c.startControlLoop(ctx, nodes)
+	}); err != nil {
+		return nil, err
+	}
+	for i := range nodes {
+		c.topo[i].Components = append(c.topo[i].Components, runtime.ComponentScheduler, runtime.ComponentControllerManager)
+	}
+	if err := p.step(i18n.M("up.step.kubelets", len(nodes)+len(workers)), func() error {
+		return c.startKubelets(ctx, nodes, workers, server)
+	}); err != nil {
+		return nil, err
+	}
+	for i := range nodes {
+		c.topo[i].Components = append(c.topo[i].Components, runtime.ComponentKubelet)
+	}
+	for _, w := range workers {
+		c.topo = append(c.topo, nodeComponents{Node: w.Name, Components: []string{runtime.ComponentKubelet}})
+	}
+	nodesReadyTimeout := opts.NodesReadyTimeout
+	if nodesReadyTimeout == 0 {
+		nodesReadyTimeout = DefaultNodesReadyTimeout
+	}
+	if err := p.step(i18n.M("up.step.nodes-ready", len(nodes)+len(workers)), func() error {
+		return waitNodesReady(ctx, certs, spec.Name, server, len(nodes)+len(workers), nodesReadyTimeout)
+	}); err != nil {
+		return nil, err
+	}
+	info := c.newInfo(rtName, append(append([]runtime.Node(nil), nodes...), workers...), prev)
 	info.LB = lbNode
 	info.APIServer = server
 	info.Kubeconfig = filepath.Join(dir, KubeconfigFile)
@@ -227,8 +268,8 @@ func (c *Cluster) previous(rtName string) (*Info, error) {
 	case err != nil:
 		return nil, err
 	}
-	if prev.Spec.Masters != c.spec.Masters || prev.Runtime != rtName || len(prev.Nodes) != prev.Spec.Masters {
-		return nil, i18n.NewError("lab.err.state-mismatch", c.spec.Name, prev.Spec.Masters, prev.Runtime, c.spec.Masters, rtName)
+	if prev.Spec.Masters != c.spec.Masters || prev.Spec.Workers != c.spec.Workers || prev.Runtime != rtName || len(prev.Nodes) != prev.Spec.Masters+prev.Spec.Workers {
+		return nil, i18n.NewError("lab.err.state-mismatch", c.spec.Name, prev.Spec.Masters, prev.Spec.Workers, prev.Runtime, c.spec.Masters, c.spec.Workers, rtName)
 	}
 	return prev, nil
 }
@@ -254,7 +295,7 @@ func (c *Cluster) createNodes(ctx context.Context, nodes []runtime.Node, prev *I
 			Name:  runtime.RoleMaster + "-" + strconv.Itoa(i+1),
 			Role:  runtime.RoleMaster,
 			Index: i + 1,
-			Ports: []runtime.Port{{Name: "etcd-client", Default: etcdClientPort}, {Name: "etcd-peer", Default: etcdPeerPort}, {Name: "apiserver", Default: apiServerPort}},
+			Ports: masterPorts(),
 		}
 		if prev != nil {
 			spec.Reuse = &prev.Nodes[i]

@@ -3,12 +3,14 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/cluster/app"
 	"github.com/klab-dev/klab/cluster/etcd"
 	"github.com/klab-dev/klab/cluster/runtime"
 )
@@ -30,8 +32,28 @@ func newComponentCmd() *cobra.Command {
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(newComponentEtcdCmd())
+	cmd.AddCommand(newComponentEtcdCmd(), newComponentAppCmd())
 	return cmd
+}
+
+// newComponentAppCmd is `klab component app`: the demo workload, the
+// entrypoint of the klab/app image. Its flags are the app's own, parsed by
+// the app, so that a pod's args mean the same in Docker as in process.
+func newComponentAppCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:                "app",
+		Short:              i18n.T("component.app.short"),
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			code := app.Run(ctx, app.Options{Args: args, Env: os.Environ(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()})
+			if code != 0 {
+				return exitError{code: code}
+			}
+			return nil
+		},
+	}
 }
 
 func newComponentEtcdCmd() *cobra.Command {

@@ -79,6 +79,17 @@ func printStatus(cmd *cobra.Command, st *lab.ClusterStatus) {
 		t.add(m.Name, m.ID, word("state", m.State), term, index, applied, m.ClientURL, word("health", m.Health))
 	}
 	t.write(out)
+	if len(st.Timings) == 0 {
+		return
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, i18n.T("status.timings", strconv.FormatFloat(st.Speed, 'g', -1, 64)))
+	var tt table
+	tt.add(i18n.T("status.col.timing"), i18n.T("status.col.lab"), i18n.T("status.col.upstream"))
+	for _, r := range st.Timings {
+		tt.add(r.Name, r.Lab.String(), r.Upstream.String())
+	}
+	tt.write(out)
 }
 
 // word translates a state or health word, keeping it as is when the

@@ -57,7 +57,7 @@ func runUp(cmd *cobra.Command, spec lab.Spec) error {
 	defer stop()
 
 	steps := newStepPrinter(out)
-	fmt.Fprintln(out, i18n.T("up.creating", spec.Name, spec.Masters))
+	fmt.Fprintln(out, i18n.T("up.creating", spec.Name, spec.Masters, spec.Workers))
 	c, err := lab.Up(ctx, spec, lab.Options{Progress: steps.progress})
 	if err != nil {
 		// Ctrl-C here, or klab down from another terminal, cancelled the
@@ -92,7 +92,7 @@ func printReady(cmd *cobra.Command, c *lab.Cluster) {
 	info := c.Info()
 	hint := nameHint(info.Name)
 	fmt.Fprintln(out)
-	fmt.Fprintln(out, i18n.T("up.ready", info.Name, len(info.Members)))
+	fmt.Fprintln(out, i18n.T("up.ready", info.Name, len(info.Members), len(info.Nodes)))
 	fmt.Fprintln(out, i18n.T("up.ready.endpoints", strings.Join(info.EtcdEndpoints, ",")))
 	if info.APIServer != "" {
 		fmt.Fprintln(out, i18n.T("up.ready.apiserver", info.APIServer))

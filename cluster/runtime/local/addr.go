@@ -103,3 +103,26 @@ func checkPortsFree(host string, ports map[string]int) error {
 	}
 	return nil
 }
+
+// PodCIDR returns the loopback /24 a node's pods get their IPs from in
+// the local runtime: a pod is a server on its own address, as it would be
+// in its own network namespace. The /24 derives from the cluster and node
+// names, away from the cluster's node /24. Other systems than Linux route
+// only 127.0.0.1, where pods cannot have addresses of their own: there the
+// answer is an error.
+func PodCIDR(cluster, node string) (string, error) {
+	if goruntime.GOOS != "linux" {
+		return "", errors.New("pods need an address each, which only Linux's loopback offers; use --runtime docker")
+	}
+	na, nb := clusterNet(cluster)
+	h := fnv.New32a()
+	h.Write([]byte(cluster + "/" + node))
+	sum := h.Sum32()
+	for {
+		a, b := 1+int(sum%254), int((sum>>8)%256)
+		if a != na || b != nb {
+			return fmt.Sprintf("127.%d.%d.0/24", a, b), nil
+		}
+		sum = sum*16777619 + 1
+	}
+}

@@ -23,6 +23,8 @@ var errNotRunning = errors.New("component is not running")
 type component struct {
 	spec    runtime.ComponentSpec
 	logPath string
+	// startProcess starts a fresh process for the spec.
+	startProcess func(context.Context, runtime.ComponentSpec, *slog.Logger) (process, error)
 
 	// mu serialises lifecycle operations and guards the fields below.
 	mu        sync.Mutex
@@ -60,7 +62,7 @@ func (c *component) start(ctx context.Context) error {
 		return fmt.Errorf("start %s: open log: %w", c.spec.Ref, err)
 	}
 	logger := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	m, err := startProcess(ctx, c.spec, logger)
+	m, err := c.startProcess(ctx, c.spec, logger)
 	if err != nil {
 		logFile.Close()
 		c.state, c.err = runtime.StateExited, err

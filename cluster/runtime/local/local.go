@@ -15,8 +15,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 
 	"github.com/klab-dev/klab/cluster/etcd/fault"
@@ -105,9 +107,35 @@ func (r *Runtime) CreateNode(ctx context.Context, spec runtime.NodeSpec) (runtim
 	return node, nil
 }
 
+// newGate returns the network gate of a new client process on node.
+func (r *Runtime) newGate(node string) *netGate {
+	return newNetGate(node, r.faults, r.nodeAt)
+}
+
+// nodeAt returns the node listening at host:port.
+func (r *Runtime) nodeAt(addr string) (string, bool) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range r.nodes {
+		if n.Host != host {
+			continue
+		}
+		for _, p := range n.Ports {
+			if strconv.Itoa(p) == port {
+				return n.Name, true
+			}
+		}
+	}
+	return "", false
+}
+
 // CreateComponent registers a component on a created node.
 func (r *Runtime) CreateComponent(ctx context.Context, spec runtime.ComponentSpec) error {
-	if spec.Etcd == nil && spec.APIServer == nil && spec.LB == nil {
+	if spec.Etcd == nil && spec.APIServer == nil && spec.LB == nil && spec.Scheduler == nil && spec.ControllerManager == nil && spec.Kubelet == nil {
 		return fmt.Errorf("create component %s: nothing to run", spec.Ref)
 	}
 	r.mu.Lock()
@@ -127,9 +155,10 @@ func (r *Runtime) CreateComponent(ctx context.Context, spec runtime.ComponentSpe
 		spec.Etcd = &cfg
 	}
 	r.comps[spec.Ref] = &component{
-		spec:    spec,
-		logPath: filepath.Join(r.NodeDir(spec.Ref.Node), spec.Ref.Component+".log"),
-		state:   runtime.StateCreated,
+		spec:         spec,
+		startProcess: r.startProcess,
+		logPath:      filepath.Join(r.NodeDir(spec.Ref.Node), spec.Ref.Component+".log"),
+		state:        runtime.StateCreated,
 	}
 	r.order = append(r.order, spec.Ref)
 	return nil

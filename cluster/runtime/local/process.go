@@ -35,7 +35,7 @@ type process interface {
 }
 
 // startProcess starts what spec describes, logging to logger.
-func startProcess(ctx context.Context, spec runtime.ComponentSpec, logger *slog.Logger) (process, error) {
+func (r *Runtime) startProcess(ctx context.Context, spec runtime.ComponentSpec, logger *slog.Logger) (process, error) {
 	switch {
 	case spec.Etcd != nil:
 		cfg := *spec.Etcd
@@ -52,6 +52,12 @@ func startProcess(ctx context.Context, spec runtime.ComponentSpec, logger *slog.
 		return startAPIServer(ctx, spec.Ref, *spec.APIServer, logger)
 	case spec.LB != nil:
 		return startLB(ctx, *spec.LB, logger)
+	case spec.Scheduler != nil:
+		return r.startScheduler(ctx, spec.Ref, *spec.Scheduler, logger)
+	case spec.ControllerManager != nil:
+		return r.startControllerManager(ctx, spec.Ref, *spec.ControllerManager, logger)
+	case spec.Kubelet != nil:
+		return r.startKubelet(ctx, spec.Ref, *spec.Kubelet, logger)
 	}
 	return nil, fmt.Errorf("component %s has nothing to run", spec.Ref)
 }
