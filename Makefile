@@ -40,6 +40,7 @@ bench:
 	$(GO) run ./bench/etcd/cmd/etcdbench
 	$(GO) test -count=1 -run '^$$' -bench 'Create|Get|List1000$$|WatchDelivery' -benchtime 2s ./bench/apiserver/
 	$(GO) test -count=1 -run '^$$' -bench 'List10000' -benchtime 20x ./bench/apiserver/
+	$(GO) test -count=1 -timeout 60m -run '^$$' -bench 'Density' -benchtime 1x ./bench/controlloop/
 	@pkgs="$$(grep -rl --include='*_test.go' '^func Benchmark' . | xargs -r -n1 dirname | grep -v '^./bench/' | LC_ALL=C sort -u)"; \
 	if [ -n "$$pkgs" ]; then $(GO) test -count=1 -run '^$$' -bench . -benchmem $$pkgs; fi
 

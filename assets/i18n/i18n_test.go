@@ -168,7 +168,7 @@ func TestSourceKeysExist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	call := regexp.MustCompile(`i18n\.(?:T|M|NewError|Wrap)\((?:[^"()]*(?:\([^()]*\))?, )?"([a-z0-9.\-]+)"|\bKey: "([a-z0-9\-]+\.[a-z0-9.\-]+)"|\{\{T "([a-z0-9.\-]+)"`)
+	call := regexp.MustCompile(`i18n\.(?:T|M|NewError|Wrap)\((?:[^"()]*(?:\([^()]*\))?, )?"([a-z0-9.\-]+)"|i18n\.Error\{Key: "([a-z0-9\-]+\.[a-z0-9.\-]+)"|\{\{T "([a-z0-9.\-]+)"`)
 	found := 0
 	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {

@@ -16,6 +16,9 @@ const (
 	// DefaultMasters is three: the smallest etcd that survives the loss of
 	// a member.
 	DefaultMasters = 3
+	// DefaultWorkers is three: enough for a Deployment to spread and for
+	// one node to fail while its pods find room elsewhere.
+	DefaultWorkers = 3
 	// MaxMasters follows etcd's advice: more than seven members only slows
 	// every write down without a practical gain in fault tolerance.
 	MaxMasters = 7
@@ -65,12 +68,13 @@ func DefaultClusterName() string {
 	return DefaultName
 }
 
-// DefaultSpec returns the default shape: three masters, no workers, real
-// time, runtime chosen automatically.
+// DefaultSpec returns the default shape: three masters, three workers,
+// real time, runtime chosen automatically.
 func DefaultSpec() Spec {
 	return Spec{
 		Name:    DefaultClusterName(),
 		Masters: DefaultMasters,
+		Workers: DefaultWorkers,
 		Speed:   1,
 		Runtime: RuntimeAuto,
 	}

@@ -41,7 +41,7 @@ func TestOverviewIsHonest(t *testing.T) {
 	v := New(c)
 	v.SetSize(120, 40)
 	got := v.Render(info, st)
-	for _, want := range []string{"✗ unreachable", "etcd ✗ killed", "2 of 3 members healthy", "does not start worker nodes yet", "address 127.0.0.12"} {
+	for _, want := range []string{"✗ unreachable", "etcd ✗ killed", "2 of 3 members healthy", "Worker nodes: 2, each running a kubelet", "address 127.0.0.12"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("overview lacks %q:\n%s", want, got)
 		}
