@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/klab-dev/klab/cluster/controller/endpointslice/endpointsliceutil"
@@ -40,7 +42,7 @@ func buildSubsets(service *corev1.Service, pods []*corev1.Pod) ([]corev1.Endpoin
 		if port != nil {
 			s.Ports = []corev1.EndpointPort{*port}
 		}
-		if publishNotReady || endpointsliceutil.IsPodReady(pod) {
+		if publishNotReady || controllerutil.IsPodReady(pod) {
 			s.Addresses = []corev1.EndpointAddress{addr}
 			ready++
 		} else {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -21,7 +23,7 @@ import (
 // and not terminating, or always true when the Service publishes not-ready
 // addresses (ready is what kube-proxy routes to).
 func podToEndpoint(pod *corev1.Pod, node *corev1.Node, service *corev1.Service, addressType discoveryv1.AddressType) discoveryv1.Endpoint {
-	serving := endpointsliceutil.IsPodReady(pod)
+	serving := controllerutil.IsPodReady(pod)
 	terminating := pod.DeletionTimestamp != nil
 	ready := service.Spec.PublishNotReadyAddresses || (serving && !terminating)
 	ep := discoveryv1.Endpoint{

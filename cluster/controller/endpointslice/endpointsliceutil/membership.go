@@ -3,6 +3,8 @@ package endpointsliceutil
 import (
 	"reflect"
 
+	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -74,7 +76,7 @@ func podEndpointsChanged(oldPod, newPod *corev1.Pod) (podChanged, labelsChanged 
 	if (oldPod.DeletionTimestamp == nil) != (newPod.DeletionTimestamp == nil) {
 		return true, labelsChanged
 	}
-	if IsPodReady(oldPod) != IsPodReady(newPod) {
+	if controllerutil.IsPodReady(oldPod) != controllerutil.IsPodReady(newPod) {
 		return true, labelsChanged
 	}
 	if oldPod.Status.PodIP != newPod.Status.PodIP || len(oldPod.Status.PodIPs) != len(newPod.Status.PodIPs) {

@@ -41,22 +41,6 @@ func ShouldSetHostname(pod *corev1.Pod, svc *corev1.Service) bool {
 	return pod.Spec.Hostname != "" && pod.Spec.Subdomain == svc.Name && svc.Namespace == pod.Namespace
 }
 
-// PodReadyCondition returns the pod's Ready condition, or nil.
-func PodReadyCondition(pod *corev1.Pod) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodReady {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-// IsPodReady reports whether the pod's Ready condition is True.
-func IsPodReady(pod *corev1.Pod) bool {
-	c := PodReadyCondition(pod)
-	return c != nil && c.Status == corev1.ConditionTrue
-}
-
 // FindPort resolves a Service port's targetPort on a pod: a number is used
 // as it is; a name is looked up among the ports of the pod's containers
 // (and of its sidecars, init containers that always restart) with the same

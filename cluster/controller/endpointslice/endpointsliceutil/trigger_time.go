@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -49,7 +51,7 @@ func (t *TriggerTimeTracker) ComputeEndpointLastChangeTriggerTime(namespace stri
 	}
 	next := triggerState{service: service.CreationTimestamp.Time, pods: make(map[string]time.Time, len(pods))}
 	for _, pod := range pods {
-		ready := PodReadyCondition(pod)
+		ready := controllerutil.PodReadyCondition(pod)
 		if ready == nil || ready.LastTransitionTime.IsZero() {
 			continue
 		}

@@ -52,8 +52,8 @@ func CountTerminatingPods(pods []*corev1.Pod) int32 {
 	return n
 }
 
-// podReadyCondition returns the pod's Ready condition, or nil.
-func podReadyCondition(pod *corev1.Pod) *corev1.PodCondition {
+// PodReadyCondition returns the pod's Ready condition, or nil.
+func PodReadyCondition(pod *corev1.Pod) *corev1.PodCondition {
 	for i := range pod.Status.Conditions {
 		if pod.Status.Conditions[i].Type == corev1.PodReady {
 			return &pod.Status.Conditions[i]
@@ -64,7 +64,7 @@ func podReadyCondition(pod *corev1.Pod) *corev1.PodCondition {
 
 // IsPodReady reports whether the pod's Ready condition is True.
 func IsPodReady(pod *corev1.Pod) bool {
-	c := podReadyCondition(pod)
+	c := PodReadyCondition(pod)
 	return c != nil && c.Status == corev1.ConditionTrue
 }
 
@@ -77,14 +77,14 @@ func IsPodAvailable(pod *corev1.Pod, minReadySeconds int32, now metav1.Time) boo
 	if minReadySeconds == 0 {
 		return true
 	}
-	since := podReadyCondition(pod).LastTransitionTime
+	since := PodReadyCondition(pod).LastTransitionTime
 	return !since.IsZero() && since.Add(time.Duration(minReadySeconds)*time.Second).Before(now.Time)
 }
 
 // podReadyTime is when a ready pod became ready; the zero time otherwise.
 func podReadyTime(pod *corev1.Pod) *metav1.Time {
 	if IsPodReady(pod) {
-		return &podReadyCondition(pod).LastTransitionTime
+		return &PodReadyCondition(pod).LastTransitionTime
 	}
 	return &metav1.Time{}
 }
