@@ -16,9 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/polymorphichelpers"
 	"k8s.io/utils/ptr"
@@ -212,12 +214,18 @@ func TestControlLoop(t *testing.T) {
 
 	// Scale down and up.
 	scale := func(n int32) {
-		s, err := deploys.GetScale(ctx, "web", metav1.GetOptions{})
+		// kubectl scale reads the scale and writes it back, retrying
+		// when a controller's status write got in between.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			s, err := deploys.GetScale(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			s.Spec.Replicas = n
+			_, err = deploys.UpdateScale(ctx, "web", s, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil {
-			t.Fatal(err)
-		}
-		s.Spec.Replicas = n
-		if _, err := deploys.UpdateScale(ctx, "web", s, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		f.waitRunning("app=web", int(n), 30*time.Second)
@@ -245,12 +253,10 @@ func TestControlLoop(t *testing.T) {
 			return true, nil
 		})
 	}
-	d, err := deploys.Get(ctx, "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Spec.Template.Spec.Containers[0].Image = "klab/app:v2"
-	if _, err := deploys.Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+	// As kubectl set image does it: a patch, which does not race the
+	// controllers' status writes the way a read-modify-write would.
+	patch := []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"klab/app:v2"}]}}}}`)
+	if _, err := deploys.Patch(ctx, "web", types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	rollTo("klab/app:v2")
@@ -258,7 +264,7 @@ func TestControlLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err = deploys.Get(ctx, "web", metav1.GetOptions{})
+	d, err := deploys.Get(ctx, "web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,13 +325,10 @@ func testPending(f *loopFixture) {
 	}
 	f.waitUnschedulable("picky", "3 node(s) didn't match Pod's node affinity/selector")
 
-	// Labelling a node lets the pod in.
-	node, err := f.client.CoreV1().Nodes().Get(f.ctx, "worker-2", metav1.GetOptions{})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	node.Labels["disk"] = "ssd"
-	if _, err := f.client.CoreV1().Nodes().Update(f.ctx, node, metav1.UpdateOptions{}); err != nil {
+	// Labelling a node lets the pod in (a patch, as kubectl label sends:
+	// the kubelet writes the node's status meanwhile).
+	label := []byte(`{"metadata":{"labels":{"disk":"ssd"}}}`)
+	if _, err := f.client.CoreV1().Nodes().Patch(f.ctx, "worker-2", types.StrategicMergePatchType, label, metav1.PatchOptions{}); err != nil {
 		f.t.Fatal(err)
 	}
 	got := f.waitRunning("test=picky", 1, 30*time.Second)
