@@ -41,15 +41,9 @@ func (dsc *Controller) updateDaemonSet(old, cur any) {
 }
 
 func (dsc *Controller) deleteDaemonSet(obj any) {
-	ds, ok := obj.(*appsv1.DaemonSet)
+	ds, ok := controllerutil.DeletedObject[*appsv1.DaemonSet](obj)
 	if !ok {
-		tombstone, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if ds, ok = tombstone.Obj.(*appsv1.DaemonSet); !ok {
-			return
-		}
+		return
 	}
 	// The sync of a missing DaemonSet forgets its expectations.
 	dsc.enqueue(ds)
@@ -151,15 +145,9 @@ func (dsc *Controller) updatePod(old, cur any) {
 }
 
 func (dsc *Controller) deletePod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := controllerutil.DeletedObject[*corev1.Pod](obj)
 	if !ok {
-		tombstone, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if pod, ok = tombstone.Obj.(*corev1.Pod); !ok {
-			return
-		}
+		return
 	}
 	ref := metav1.GetControllerOf(pod)
 	if ref == nil {

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,15 +38,9 @@ func (dc *Controller) addDeployment(obj any) { dc.enqueue(obj.(*appsv1.Deploymen
 func (dc *Controller) updateDeployment(_, cur any) { dc.enqueue(cur.(*appsv1.Deployment)) }
 
 func (dc *Controller) deleteDeployment(obj any) {
-	d, ok := obj.(*appsv1.Deployment)
+	d, ok := controllerutil.DeletedObject[*appsv1.Deployment](obj)
 	if !ok {
-		tombstone, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if d, ok = tombstone.Obj.(*appsv1.Deployment); !ok {
-			return
-		}
+		return
 	}
 	dc.enqueue(d)
 }
@@ -128,15 +124,9 @@ func (dc *Controller) updateReplicaSet(old, cur any) {
 }
 
 func (dc *Controller) deleteReplicaSet(obj any) {
-	rs, ok := obj.(*appsv1.ReplicaSet)
+	rs, ok := controllerutil.DeletedObject[*appsv1.ReplicaSet](obj)
 	if !ok {
-		tombstone, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if rs, ok = tombstone.Obj.(*appsv1.ReplicaSet); !ok {
-			return
-		}
+		return
 	}
 	if ref := metav1.GetControllerOf(rs); ref != nil {
 		if d := dc.resolveControllerRef(rs.Namespace, ref); d != nil {
@@ -150,15 +140,9 @@ func (dc *Controller) deleteReplicaSet(obj any) {
 // update only looks at ReplicaSet counts, which the ReplicaSet handlers
 // follow.
 func (dc *Controller) deletePod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := controllerutil.DeletedObject[*corev1.Pod](obj)
 	if !ok {
-		tombstone, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if pod, ok = tombstone.Obj.(*corev1.Pod); !ok {
-			return
-		}
+		return
 	}
 	ref := metav1.GetControllerOf(pod)
 	if ref == nil || ref.Kind != "ReplicaSet" {

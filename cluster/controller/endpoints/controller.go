@@ -18,6 +18,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
+
 	corev1 "k8s.io/api/core/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -190,7 +192,7 @@ func (e *Controller) updatePod(old, cur any) {
 
 // deletePod queues the Services that selected a deleted pod.
 func (e *Controller) deletePod(obj any) {
-	if pod := endpointsliceutil.PodFromDeleteAction(obj); pod != nil {
+	if pod, ok := controllerutil.DeletedObject[*corev1.Pod](obj); ok {
 		e.addPod(pod)
 	}
 }

@@ -3,6 +3,8 @@ package endpointslice
 import (
 	"fmt"
 
+	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -49,7 +51,7 @@ func (ec *Controller) updatePod(old, cur any) {
 
 // deletePod queues the Services that selected a deleted pod.
 func (ec *Controller) deletePod(obj any) {
-	if pod := endpointsliceutil.PodFromDeleteAction(obj); pod != nil {
+	if pod, ok := controllerutil.DeletedObject[*corev1.Pod](obj); ok {
 		ec.addPod(pod)
 	}
 }
@@ -81,15 +83,9 @@ func (ec *Controller) onEndpointSliceUpdate(oldObj, newObj any) {
 // onEndpointSliceDelete syncs the Service of a managed slice that someone
 // else deleted.
 func (ec *Controller) onEndpointSliceDelete(obj any) {
-	s, ok := obj.(*discoveryv1.EndpointSlice)
+	s, ok := controllerutil.DeletedObject[*discoveryv1.EndpointSlice](obj)
 	if !ok {
-		tombstone, isTombstone := obj.(cache.DeletedFinalStateUnknown)
-		if !isTombstone {
-			return
-		}
-		if s, ok = tombstone.Obj.(*discoveryv1.EndpointSlice); !ok {
-			return
-		}
+		return
 	}
 	if managedByController(s) && !ec.tracker.handleDeletion(s) {
 		ec.queueServiceForEndpointSlice(s)

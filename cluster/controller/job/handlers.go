@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,15 +57,9 @@ func (jm *Controller) updateJob(old, cur any) {
 }
 
 func (jm *Controller) deleteJob(obj any) {
-	job, ok := obj.(*batchv1.Job)
+	job, ok := controllerutil.DeletedObject[*batchv1.Job](obj)
 	if !ok {
-		tombstone, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if job, ok = tombstone.Obj.(*batchv1.Job); !ok {
-			return
-		}
+		return
 	}
 	jm.enqueueAfter(job, 0)
 	jm.cleanupPodFinalizers(job)
@@ -194,15 +190,9 @@ func (jm *Controller) updatePod(old, cur any) {
 
 // deletePod handles a pod that is gone (final) or being deleted.
 func (jm *Controller) deletePod(obj any, final bool) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := controllerutil.DeletedObject[*corev1.Pod](obj)
 	if !ok {
-		tombstone, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if pod, ok = tombstone.Obj.(*corev1.Pod); !ok {
-			return
-		}
+		return
 	}
 	hasFinalizer := hasJobTrackingFinalizer(pod)
 	ref := metav1.GetControllerOf(pod)

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	coordinformers "k8s.io/client-go/informers/coordination/v1"
@@ -128,7 +130,7 @@ func newController(ctx context.Context, client kubernetes.Interface, nodes corei
 		AddFunc:    func(obj interface{}) { c.nodeUpdateQueue.Add(obj.(*v1.Node).Name) },
 		UpdateFunc: func(_, obj interface{}) { c.nodeUpdateQueue.Add(obj.(*v1.Node).Name) },
 		DeleteFunc: func(obj interface{}) {
-			if node, ok := nodeFromDeleted(obj); ok {
+			if node, ok := controllerutil.DeletedObject[*v1.Node](obj); ok {
 				c.nodesToRetry.Delete(node.Name)
 			}
 		},
@@ -138,15 +140,6 @@ func newController(ctx context.Context, client kubernetes.Interface, nodes corei
 	}
 	c.synced = []cache.InformerSynced{podHandler.HasSynced, nodeHandler.HasSynced, leases.Informer().HasSynced}
 	return c, nil
-}
-
-// nodeFromDeleted unwraps what a delete handler receives.
-func nodeFromDeleted(obj interface{}) (*v1.Node, bool) {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
-	}
-	node, ok := obj.(*v1.Node)
-	return node, ok
 }
 
 // Name returns "nodelifecycle".

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
+
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -103,10 +105,7 @@ func newTaintEvictionController(ctx context.Context, client kubernetes.Interface
 		AddFunc:    func(obj interface{}) { tc.podUpdated(nil, obj.(*v1.Pod)) },
 		UpdateFunc: func(old, obj interface{}) { tc.podUpdated(old.(*v1.Pod), obj.(*v1.Pod)) },
 		DeleteFunc: func(obj interface{}) {
-			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tombstone.Obj
-			}
-			if pod, ok := obj.(*v1.Pod); ok {
+			if pod, ok := controllerutil.DeletedObject[*v1.Pod](obj); ok {
 				tc.podUpdated(pod, nil)
 			}
 		},
@@ -118,7 +117,7 @@ func newTaintEvictionController(ctx context.Context, client kubernetes.Interface
 		AddFunc:    func(obj interface{}) { tc.nodeUpdated(nil, obj.(*v1.Node)) },
 		UpdateFunc: func(old, obj interface{}) { tc.nodeUpdated(old.(*v1.Node), obj.(*v1.Node)) },
 		DeleteFunc: func(obj interface{}) {
-			if node, ok := nodeFromDeleted(obj); ok {
+			if node, ok := controllerutil.DeletedObject[*v1.Node](obj); ok {
 				tc.nodeUpdated(node, nil)
 			}
 		},

@@ -39,15 +39,9 @@ func (rsc *Controller) updateReplicaSet(_, cur any) {
 }
 
 func (rsc *Controller) deleteReplicaSet(obj any) {
-	rs, ok := obj.(*appsv1.ReplicaSet)
+	rs, ok := controllerutil.DeletedObject[*appsv1.ReplicaSet](obj)
 	if !ok {
-		tombstone, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if rs, ok = tombstone.Obj.(*appsv1.ReplicaSet); !ok {
-			return
-		}
+		return
 	}
 	key, err := cache.MetaNamespaceKeyFunc(rs)
 	if err != nil {
@@ -169,17 +163,11 @@ func (rsc *Controller) updatePod(old, cur any) {
 }
 
 func (rsc *Controller) deletePod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	// A delete missed by the watch arrives as a tombstone from the
+	// relist; its object may be stale.
+	pod, ok := controllerutil.DeletedObject[*corev1.Pod](obj)
 	if !ok {
-		// A delete missed by the watch arrives as a tombstone from the
-		// relist; its object may be stale.
-		tombstone, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if pod, ok = tombstone.Obj.(*corev1.Pod); !ok {
-			return
-		}
+		return
 	}
 	ref := metav1.GetControllerOf(pod)
 	if ref == nil {

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
+
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,10 +68,7 @@ func newController(client kubernetes.Interface, sas coreinformers.ServiceAccount
 	// Handlers only queue the namespace's name; sync decides.
 	saHandler, err := sas.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(obj interface{}) {
-			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tombstone.Obj
-			}
-			if sa, ok := obj.(*v1.ServiceAccount); ok {
+			if sa, ok := controllerutil.DeletedObject[*v1.ServiceAccount](obj); ok {
 				c.queue.Add(sa.Namespace)
 			}
 		},

@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/tools/cache"
 )
 
 // ShouldPodBeInEndpoints reports whether a pod belongs in a Service's
@@ -76,18 +75,4 @@ func namedPort(containers []corev1.Container, name string, protocol corev1.Proto
 		}
 	}
 	return 0, false
-}
-
-// PodFromDeleteAction returns the pod of an informer delete notification,
-// which is either the pod or a tombstone holding its last known state.
-func PodFromDeleteAction(obj any) *corev1.Pod {
-	if pod, ok := obj.(*corev1.Pod); ok {
-		return pod
-	}
-	tombstone, ok := obj.(cache.DeletedFinalStateUnknown)
-	if !ok {
-		return nil
-	}
-	pod, _ := tombstone.Obj.(*corev1.Pod)
-	return pod
 }
