@@ -70,15 +70,7 @@ func (dsc *Controller) daemonSetsForPod(pod *corev1.Pod) []*appsv1.DaemonSet {
 	if err != nil {
 		return nil
 	}
-	var out []*appsv1.DaemonSet
-	for _, ds := range list {
-		selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
-		if err != nil || selector.Empty() || !selector.Matches(labels.Set(pod.Labels)) {
-			continue
-		}
-		out = append(out, ds)
-	}
-	return out
+	return controllerutil.Selecting(list, func(c *appsv1.DaemonSet) *metav1.LabelSelector { return c.Spec.Selector }, pod.Labels)
 }
 
 func (dsc *Controller) addPod(obj any) {

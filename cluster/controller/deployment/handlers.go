@@ -69,15 +69,7 @@ func (dc *Controller) deploymentsForReplicaSet(rs *appsv1.ReplicaSet) []*appsv1.
 	if err != nil {
 		return nil
 	}
-	var out []*appsv1.Deployment
-	for _, d := range list {
-		selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-		if err != nil || selector.Empty() || !selector.Matches(labels.Set(rs.Labels)) {
-			continue
-		}
-		out = append(out, d)
-	}
-	return out
+	return controllerutil.Selecting(list, func(c *appsv1.Deployment) *metav1.LabelSelector { return c.Spec.Selector }, rs.Labels)
 }
 
 func (dc *Controller) addReplicaSet(obj any) {

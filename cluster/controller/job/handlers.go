@@ -103,15 +103,7 @@ func (jm *Controller) jobsForPod(pod *corev1.Pod) []*batchv1.Job {
 	if err != nil {
 		return nil
 	}
-	var out []*batchv1.Job
-	for _, job := range list {
-		selector, err := metav1.LabelSelectorAsSelector(job.Spec.Selector)
-		if err != nil || selector.Empty() || !selector.Matches(labels.Set(pod.Labels)) {
-			continue
-		}
-		out = append(out, job)
-	}
-	return out
+	return controllerutil.Selecting(list, func(c *batchv1.Job) *metav1.LabelSelector { return c.Spec.Selector }, pod.Labels)
 }
 
 func jobKey(job *batchv1.Job) string {

@@ -74,14 +74,7 @@ func (rsc *Controller) replicaSetsForPod(pod *corev1.Pod) []*appsv1.ReplicaSet {
 	if err != nil {
 		return nil
 	}
-	var out []*appsv1.ReplicaSet
-	for _, rs := range list {
-		selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
-		if err != nil || selector.Empty() || !selector.Matches(labels.Set(pod.Labels)) {
-			continue
-		}
-		out = append(out, rs)
-	}
+	out := controllerutil.Selecting(list, func(c *appsv1.ReplicaSet) *metav1.LabelSelector { return c.Spec.Selector }, pod.Labels)
 	if len(out) > 1 {
 		// Overlapping selectors: the first to sync adopts it.
 		rsc.logger.Info("user error: more than one ReplicaSet selects the same pod", "pod", controllerutil.PodKey(pod))
