@@ -118,7 +118,7 @@ func (c *Cluster) startKubelets(ctx context.Context, masters, workers []runtime.
 	for _, n := range append(append([]runtime.Node(nil), masters...), workers...) {
 		cidr, err := local.PodCIDR(c.spec.Name, n.Name)
 		if err != nil {
-			return err
+			return i18n.Wrap(err, "lab.err.pod-addresses", n.Name)
 		}
 		spec := &runtime.KubeletSpec{
 			ClientSpec: c.clientSpec(server), Listen: hostPort(n, "kubelet"), NodeIP: n.Host, PodCIDR: cidr,
