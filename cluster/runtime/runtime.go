@@ -17,6 +17,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,6 +44,7 @@ const (
 	ComponentScheduler         = "kube-scheduler"
 	ComponentControllerManager = "kube-controller-manager"
 	ComponentKubelet           = "kubelet"
+	ComponentKubeProxy         = "kube-proxy"
 )
 
 // Ref addresses one component on one node, written "<node>/<component>"
@@ -98,6 +101,36 @@ type Node struct {
 	Host string `json:"host"`
 	// Ports maps a Port's name to the port granted for it on Host.
 	Ports map[string]int `json:"ports"`
+	// Published maps a Port's name to the "127.0.0.1:port" where the
+	// machine running klab reaches it, when Host itself cannot be reached
+	// from there (a container's address on Docker Desktop). Empty when Host
+	// is reachable (the local runtime).
+	Published map[string]string `json:"published,omitempty"`
+	// PodCIDR is the range the node's pods take their IPs from.
+	PodCIDR string `json:"podCIDR,omitempty"`
+}
+
+// HostAddr returns "host:port" where the machine running klab reaches the
+// named port, or "" if the node has no such port.
+func (n Node) HostAddr(port string) string {
+	if a, ok := n.Published[port]; ok {
+		return a
+	}
+	p, ok := n.Ports[port]
+	if !ok {
+		return ""
+	}
+	return net.JoinHostPort(n.Host, strconv.Itoa(p))
+}
+
+// HostURL returns "http://" + HostAddr(port), or "" if the node has no such
+// port.
+func (n Node) HostURL(port string) string {
+	a := n.HostAddr(port)
+	if a == "" {
+		return ""
+	}
+	return "http://" + a
 }
 
 // URL returns "http://host:port" for the named port, or "" if the node has

@@ -32,7 +32,16 @@ func newComponentCmd() *cobra.Command {
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(newComponentEtcdCmd(), newComponentAppCmd())
+	cmd.AddCommand(
+		newComponentEtcdCmd(),
+		newComponentAPIServerCmd(),
+		newComponentLBCmd(),
+		newComponentSchedulerCmd(),
+		newComponentControllerManagerCmd(),
+		newComponentKubeletCmd(),
+		newComponentPauseCmd(),
+		newComponentAppCmd(),
+	)
 	return cmd
 }
 

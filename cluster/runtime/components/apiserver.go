@@ -1,0 +1,85 @@
+package components
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/klab-dev/klab/cluster/apiserver"
+	"github.com/klab-dev/klab/cluster/apiserver/auth"
+	"github.com/klab-dev/klab/cluster/lab/pki"
+	"github.com/klab-dev/klab/cluster/runtime"
+)
+
+// etcdDialTimeout bounds the API server's first connection to etcd.
+const etcdDialTimeout = 5 * time.Second
+
+// apiServerProcess is an API server and its etcd client.
+type apiServerProcess struct {
+	srv  *apiserver.Server
+	etcd *clientv3.Client
+}
+
+var _ Pausable = (*apiServerProcess)(nil)
+
+// APIServer starts the kube-apiserver of ref.Node: it serves HTTPS on
+// spec.Listen with the serving certificate of spec.PKIDir and stores in the
+// etcd members at spec.EtcdEndpoints. ctx bounds the start only. It returns
+// once the server listens; pausing it holds every request at the door.
+func APIServer(ctx context.Context, ref runtime.Ref, spec runtime.APIServerSpec, logger *slog.Logger) (Pausable, error) {
+	p, err := pki.Load(spec.PKIDir)
+	if err != nil {
+		return nil, err
+	}
+	tlsCfg, err := p.ServerTLSConfig()
+	if err != nil {
+		return nil, err
+	}
+	authn, err := auth.LoadTokenFile(filepath.Join(spec.PKIDir, pki.TokenFile))
+	if err != nil {
+		return nil, err
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   spec.EtcdEndpoints,
+		DialTimeout: etcdDialTimeout,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("etcd client: %w", err)
+	}
+	// Upstream gives the API server a client certificate in
+	// system:masters for kubelets; klab uses the admin token.
+	kubeletToken, _ := p.Token(auth.AdminUser)
+	srv, err := apiserver.New(apiserver.Config{
+		Name:             ref.Node,
+		Etcd:             cli,
+		Listen:           spec.Listen,
+		TLS:              tlsCfg,
+		Authenticator:    authn,
+		Authorizer:       auth.NewAuthorizer(),
+		AdvertiseAddress: spec.AdvertiseAddress,
+		KubeletCA:        p.CertPool(),
+		KubeletToken:     kubeletToken,
+	})
+	if err == nil {
+		err = srv.Start(ctx)
+	}
+	if err != nil {
+		cli.Close()
+		return nil, err
+	}
+	logger.Info("api server serving", "listen", spec.Listen, "etcd", spec.EtcdEndpoints)
+	return &apiServerProcess{srv: srv, etcd: cli}, nil
+}
+
+func (p *apiServerProcess) Stop() error           { p.srv.Stop(); return p.etcd.Close() }
+func (p *apiServerProcess) Kill()                 { p.srv.Kill(); p.etcd.Close() }
+func (p *apiServerProcess) Pause() error          { p.srv.Pause(); return nil }
+func (p *apiServerProcess) Resume() error         { p.srv.Resume(); return nil }
+func (p *apiServerProcess) Done() <-chan struct{} { return p.srv.Done() }
+func (p *apiServerProcess) Err() error            { return p.srv.Err() }

@@ -1,0 +1,78 @@
+package components
+
+import (
+	"context"
+	"log/slog"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/klab-dev/klab/cluster/apiserver/auth"
+	"github.com/klab-dev/klab/cluster/controller"
+	"github.com/klab-dev/klab/cluster/lab/pki"
+	"github.com/klab-dev/klab/cluster/runtime"
+	"github.com/klab-dev/klab/cluster/scheduler"
+	"github.com/klab-dev/klab/cluster/scheduler/plugins"
+	"github.com/klab-dev/klab/cluster/timing"
+)
+
+// restConfig is a client component's configuration for reaching the API
+// server as user, trusting the cluster's CA, dialling with dial (the
+// default dialer when nil). It returns the loaded PKI too, for components
+// that also serve.
+func restConfig(spec runtime.ClientSpec, user string, dial DialFunc) (*rest.Config, *pki.PKI, error) {
+	p, err := pki.Load(spec.PKIDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := p.RESTConfig(spec.Cluster, spec.APIServer, user)
+	if err != nil {
+		return nil, nil, err
+	}
+	if dial != nil {
+		cfg.Dial = dial
+	}
+	return cfg, p, nil
+}
+
+// Scheduler starts a kube-scheduler as system:kube-scheduler with the
+// default plugin profile. identity names it in leader election (the
+// master's node name). It returns once its debug endpoint listens; it
+// campaigns for the lease in the background.
+func Scheduler(ctx context.Context, identity string, spec runtime.SchedulerSpec, dial DialFunc, logger *slog.Logger) (Process, error) {
+	cfg, _, err := restConfig(spec.ClientSpec, auth.KubeScheduler, dial)
+	if err != nil {
+		return nil, err
+	}
+	s, err := scheduler.New(scheduler.Config{
+		REST: cfg, Identity: identity, Profile: plugins.Default(), Speed: timing.Speed(spec.Speed),
+		DebugListen: spec.DebugListen, Logger: logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Start(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ControllerManager starts a kube-controller-manager as
+// system:kube-controller-manager. identity names it in leader election (the
+// master's node name). It returns once its debug endpoint listens; it
+// campaigns for the lease in the background.
+func ControllerManager(ctx context.Context, identity string, spec runtime.ControllerManagerSpec, dial DialFunc, logger *slog.Logger) (Process, error) {
+	cfg, _, err := restConfig(spec.ClientSpec, auth.KubeControllerManager, dial)
+	if err != nil {
+		return nil, err
+	}
+	m, err := controller.New(controller.Config{
+		REST: cfg, Identity: identity, Speed: timing.Speed(spec.Speed), DebugListen: spec.DebugListen, Logger: logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Start(ctx); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
