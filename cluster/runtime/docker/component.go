@@ -1,0 +1,277 @@
+package docker
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/volume"
+
+	"github.com/klab-dev/klab/cluster/lab/pki"
+	"github.com/klab-dev/klab/cluster/runtime"
+	"github.com/klab-dev/klab/cluster/runtime/docker/labels"
+)
+
+// Paths inside component containers.
+const (
+	// pkiInContainer is where a component finds the cluster's PKI.
+	pkiInContainer = "/etc/klab/pki"
+	// dataInContainer is where an etcd member's volume is mounted, and
+	// etcdDataDir its data dir inside.
+	dataInContainer = "/var/lib/klab"
+	etcdDataDir     = dataInContainer + "/etcd"
+	// socketInContainer is where a kubelet finds the engine's socket.
+	socketInContainer = "/var/run/docker.sock"
+)
+
+// Environment of a kubelet's container, which its Docker CRI reads to make
+// pods on the cluster's network.
+const (
+	EnvCluster    = "KLAB_CLUSTER"
+	EnvNode       = "KLAB_NODE"
+	EnvNetwork    = "KLAB_DOCKER_NETWORK"
+	EnvPodCIDR    = "KLAB_POD_CIDR"
+	EnvPauseImage = "KLAB_PAUSE_IMAGE"
+)
+
+// CreateComponent creates the component's container, joined to its node's
+// network namespace, without starting it. The container runs `klab
+// component <name>` with the spec: etcd with its flags, the others with
+// --node and the JSON of their spec. A container of the same name, left by
+// an earlier run (`klab start` creates every component again), is replaced;
+// an etcd member's data is on a volume and stays.
+//
+// What belongs to the runtime is filled in: an etcd member's data dir is on
+// the node's etcd volume, the PKI directory is copied into the container at
+// /etc/klab/pki (copied rather than mounted, so that it works when the
+// engine runs in a VM), and a kubelet's pod range is its node's.
+func (r *Runtime) CreateComponent(ctx context.Context, spec runtime.ComponentSpec) error {
+	if err := r.needImage(); err != nil {
+		return fmt.Errorf("create component %s: %w", spec.Ref, err)
+	}
+	if spec.Ref.Component == "" || labels.SanitizeName(spec.Ref.Component) != spec.Ref.Component {
+		return fmt.Errorf("create component %s: a component name may hold letters, digits, '_', '.' and '-' only", spec.Ref)
+	}
+	node, err := r.nodeContainer(ctx, spec.Ref.Node)
+	if err != nil {
+		return fmt.Errorf("create component %s: %w", spec.Ref, err)
+	}
+	n, err := r.network(ctx, false)
+	if err != nil {
+		return fmt.Errorf("create component %s: %w", spec.Ref, err)
+	}
+	nodeCIDR := ""
+	if index, ok := nodeIndexAt(n.x, node.Labels[labels.Role], node.Labels[labels.IP]); ok {
+		nodeCIDR = podCIDR(n.x, node.Labels[labels.Role], index)
+	}
+	run, err := commandFor(spec, nodeCIDR)
+	if err != nil {
+		return fmt.Errorf("create component %s: %w", spec.Ref, err)
+	}
+
+	name := labels.ComponentContainer(r.opts.Cluster, spec.Ref.Node, spec.Ref.Component)
+	if old, err := r.componentContainer(ctx, spec.Ref); err == nil {
+		r.opts.Logger.Debug("replacing the component's container", "component", spec.Ref, "container", name)
+		if err := r.removeContainer(ctx, old.ID); err != nil {
+			return fmt.Errorf("create component %s: remove the old container: %w", spec.Ref, err)
+		}
+	} else if !isNotFound(err) {
+		return fmt.Errorf("create component %s: %w", spec.Ref, err)
+	}
+
+	hostCfg := &container.HostConfig{
+		NetworkMode:   container.NetworkMode("container:" + node.ID),
+		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyDisabled},
+	}
+	cfg := &container.Config{
+		Image: r.opts.Image,
+		Cmd:   run.cmd,
+		Labels: map[string]string{
+			labels.Cluster:   r.opts.Cluster,
+			labels.Role:      labels.RoleComponent,
+			labels.Node:      spec.Ref.Node,
+			labels.Component: spec.Ref.Component,
+		},
+	}
+	switch {
+	case spec.Etcd != nil:
+		vol := labels.EtcdVolume(r.opts.Cluster, spec.Ref.Node)
+		if _, err := r.cli.VolumeCreate(ctx, volume.CreateOptions{Name: vol, Labels: map[string]string{
+			labels.Cluster: r.opts.Cluster, labels.Role: labels.RoleVolume, labels.Node: spec.Ref.Node,
+		}}); err != nil {
+			return fmt.Errorf("create component %s: create volume %s: %w", spec.Ref, vol, err)
+		}
+		hostCfg.Mounts = []mount.Mount{{Type: mount.TypeVolume, Source: vol, Target: dataInContainer}}
+	case spec.Kubelet != nil:
+		// The kubelet alone gets the engine's socket: it makes its
+		// pods' containers.
+		hostCfg.Mounts = []mount.Mount{{Type: mount.TypeBind, Source: engineSocket(r.cli), Target: socketInContainer}}
+		cfg.Env = []string{
+			EnvCluster + "=" + r.opts.Cluster,
+			EnvNode + "=" + spec.Ref.Node,
+			EnvNetwork + "=" + n.name,
+			EnvPodCIDR + "=" + nodeCIDR,
+			EnvPauseImage + "=" + r.opts.Image,
+		}
+	}
+
+	resp, err := r.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, name)
+	if err != nil {
+		return fmt.Errorf("create component %s: create container %s: %w", spec.Ref, name, err)
+	}
+	if run.pkiDir != "" {
+		if err := r.copyPKI(ctx, resp.ID, run.pkiDir); err != nil {
+			if rmErr := r.removeContainer(ctx, resp.ID); rmErr != nil {
+				r.opts.Logger.Warn("remove a half-made component container", "component", spec.Ref, "err", rmErr)
+			}
+			return fmt.Errorf("create component %s: %w", spec.Ref, err)
+		}
+	}
+	r.opts.Logger.Debug("component created", "component", spec.Ref, "container", name)
+	return nil
+}
+
+// componentRun is what a component's container runs, and the host PKI dir
+// to copy into it ("" for none).
+type componentRun struct {
+	cmd    []string
+	pkiDir string
+}
+
+// commandFor returns the command of the component spec describes, with
+// the runtime's paths in place of the host's.
+func commandFor(spec runtime.ComponentSpec, nodeCIDR string) (componentRun, error) {
+	set := 0
+	for _, present := range []bool{spec.Etcd != nil, spec.APIServer != nil, spec.LB != nil, spec.Scheduler != nil, spec.ControllerManager != nil, spec.Kubelet != nil} {
+		if present {
+			set++
+		}
+	}
+	if set != 1 {
+		return componentRun{}, fmt.Errorf("the spec must name exactly one thing to run, not %d", set)
+	}
+	withSpec := func(name string, v any) (componentRun, error) {
+		data, err := json.Marshal(v)
+		if err != nil {
+			return componentRun{}, fmt.Errorf("encode the %s spec: %w", name, err)
+		}
+		return componentRun{cmd: []string{name, "--node", spec.Ref.Node, "--spec", string(data)}}, nil
+	}
+	var (
+		run componentRun
+		err error
+		pki string
+	)
+	switch {
+	case spec.Etcd != nil:
+		cfg := *spec.Etcd
+		cfg.DataDir = etcdDataDir
+		return componentRun{cmd: append([]string{runtime.ComponentEtcd}, runtime.EtcdArgs(cfg)...)}, nil
+	case spec.APIServer != nil:
+		s := *spec.APIServer
+		pki, s.PKIDir = s.PKIDir, pkiInContainer
+		run, err = withSpec(runtime.ComponentAPIServer, s)
+	case spec.LB != nil:
+		s := *spec.LB
+		pki, s.PKIDir = s.PKIDir, pkiInContainer
+		run, err = withSpec(runtime.ComponentLB, s)
+	case spec.Scheduler != nil:
+		s := *spec.Scheduler
+		pki, s.PKIDir = s.PKIDir, pkiInContainer
+		run, err = withSpec(runtime.ComponentScheduler, s)
+	case spec.ControllerManager != nil:
+		s := *spec.ControllerManager
+		pki, s.PKIDir = s.PKIDir, pkiInContainer
+		run, err = withSpec(runtime.ComponentControllerManager, s)
+	case spec.Kubelet != nil:
+		s := *spec.Kubelet
+		pki, s.PKIDir = s.PKIDir, pkiInContainer
+		if nodeCIDR != "" {
+			s.PodCIDR = nodeCIDR
+		}
+		run, err = withSpec(runtime.ComponentKubelet, s)
+	}
+	if err != nil {
+		return componentRun{}, err
+	}
+	if pki == "" {
+		return componentRun{}, fmt.Errorf("the spec names no PKI directory")
+	}
+	run.pkiDir = pki
+	return run, nil
+}
+
+// copyPKI copies the files of the host's PKI directory into a created
+// container at pkiInContainer. The CA's private key stays on the host:
+// components verify with the CA and never sign.
+func (r *Runtime) copyPKI(ctx context.Context, id, dir string) error {
+	archive, err := pkiArchive(dir)
+	if err != nil {
+		return err
+	}
+	if err := r.cli.CopyToContainer(ctx, id, "/", archive, container.CopyToContainerOptions{}); err != nil {
+		return fmt.Errorf("copy the PKI into the container: %w", err)
+	}
+	return nil
+}
+
+// pkiArchive returns a tar of dir's regular files under pkiInContainer,
+// with the directories leading to it (the image has none).
+func pkiArchive(dir string) (*bytes.Buffer, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read the PKI directory: %w", err)
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	parent := ""
+	for _, part := range []string{"etc", "klab", "pki"} {
+		parent = path.Join(parent, part)
+		if err := tw.WriteHeader(&tar.Header{Name: parent + "/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: contextTime}); err != nil {
+			return nil, err
+		}
+	}
+	files := 0
+	for _, e := range entries {
+		if e.Name() == pki.CAKeyFile {
+			continue
+		}
+		// Stat follows symlinks, so a linked file is copied as a file.
+		info, err := os.Stat(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("read the PKI directory: %w", err)
+		}
+		if !info.Mode().IsRegular() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("read the PKI directory: %w", err)
+		}
+		if err := tw.WriteHeader(&tar.Header{
+			Name: path.Join(parent, e.Name()), Typeflag: tar.TypeReg, Mode: int64(info.Mode().Perm() & fs.ModePerm),
+			Size: int64(len(data)), ModTime: info.ModTime(),
+		}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return nil, err
+		}
+		files++
+	}
+	if files == 0 {
+		return nil, fmt.Errorf("the PKI directory %s holds no files", dir)
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return &buf, nil
+}

@@ -1,0 +1,112 @@
+package dockercri
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"strings"
+
+	"github.com/klab-dev/klab/cluster/runtime/docker/labels"
+)
+
+// Environment variables ConfigFromEnv reads: the Docker runtime sets them on
+// a node's kubelet container.
+const (
+	EnvCluster    = "KLAB_CLUSTER"
+	EnvNode       = "KLAB_NODE"
+	EnvNetwork    = "KLAB_DOCKER_NETWORK"
+	EnvPodCIDR    = "KLAB_POD_CIDR"
+	EnvPauseImage = "KLAB_PAUSE_IMAGE"
+)
+
+// Config configures a Runtime.
+type Config struct {
+	// Cluster and Node name the cluster and the node whose pods the
+	// runtime runs; they are the labels its containers carry.
+	Cluster string
+	Node    string
+	// Network is the Docker network the pods join; it must have a subnet
+	// that contains PodCIDR.
+	Network string
+	// PodCIDR is the node's pod range, an IPv4 CIDR of /29 or larger;
+	// every sandbox gets a fixed address from it.
+	PodCIDR string
+	// PauseImage is the image of the sandboxes' pause containers; it is run
+	// with the command ["pause"].
+	PauseImage string
+	// AppImage is the repository of klab's workload image, which answers to
+	// every tag; empty means labels.AppImage. Tests set their own so that
+	// they never touch the real one.
+	AppImage string
+	// Logger receives the runtime's own logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// ConfigFromEnv reads a Config from the environment of the kubelet's
+// container (EnvCluster, EnvNode, EnvNetwork, EnvPodCIDR, EnvPauseImage).
+func ConfigFromEnv() (Config, error) {
+	cfg := Config{
+		Cluster:    os.Getenv(EnvCluster),
+		Node:       os.Getenv(EnvNode),
+		Network:    os.Getenv(EnvNetwork),
+		PodCIDR:    os.Getenv(EnvPodCIDR),
+		PauseImage: os.Getenv(EnvPauseImage),
+	}
+	var missing []string
+	for _, v := range []struct{ name, value string }{
+		{EnvCluster, cfg.Cluster}, {EnvNode, cfg.Node}, {EnvNetwork, cfg.Network},
+		{EnvPodCIDR, cfg.PodCIDR}, {EnvPauseImage, cfg.PauseImage},
+	} {
+		if v.value == "" {
+			missing = append(missing, v.name)
+		}
+	}
+	if len(missing) > 0 {
+		return Config{}, fmt.Errorf("docker container runtime: environment variable %s not set (klab sets it on the kubelet's container)",
+			strings.Join(missing, ", "))
+	}
+	return cfg, nil
+}
+
+// validate checks cfg, fills in defaults, and returns the parsed pod CIDR.
+func (cfg *Config) validate() (netip.Prefix, error) {
+	var errs []error
+	for _, f := range []struct{ name, value string }{
+		{"cluster", cfg.Cluster}, {"node", cfg.Node}, {"network", cfg.Network}, {"pause image", cfg.PauseImage},
+	} {
+		if f.value == "" {
+			errs = append(errs, fmt.Errorf("no %s given", f.name))
+		}
+	}
+	cidr, err := parsePodCIDR(cfg.PodCIDR)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return netip.Prefix{}, err
+	}
+	if cfg.AppImage == "" {
+		cfg.AppImage = labels.AppImage
+	}
+	return cidr, nil
+}
+
+// parsePodCIDR parses an IPv4 pod range with room for a few pods.
+func parsePodCIDR(s string) (netip.Prefix, error) {
+	if s == "" {
+		return netip.Prefix{}, errors.New("no pod CIDR given")
+	}
+	prefix, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("pod CIDR %q: %w", s, err)
+	}
+	if !prefix.Addr().Is4() {
+		return netip.Prefix{}, fmt.Errorf("pod CIDR %s: only IPv4 ranges are supported", s)
+	}
+	if prefix.Bits() > 29 {
+		return netip.Prefix{}, fmt.Errorf("pod CIDR %s is too small: want /29 or larger", s)
+	}
+	return prefix.Masked(), nil
+}
