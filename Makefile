@@ -19,19 +19,26 @@ LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.buildID=$(BUILD_ID) $(KUBE_
 
 TEST_TIMEOUT ?= 10m
 
-.PHONY: build run test bench lint clean
+.PHONY: build image run test bench lint clean
 
 ## build: a static linux binary at bin/klab (it must run FROM scratch in a container)
 build:
 	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/klab
 
+## image: the Docker images klab/node:<build-id> and klab/app:latest, built
+## from bin/klab (klab builds them on first use too; this is for a binary
+## that cannot be used, e.g. one built for another OS)
+image: build
+	KLAB_BINARY=$(CURDIR)/$(BIN) ./$(BIN) image
+
 ## run: build, then run bin/klab with ARGS (make run ARGS='up --masters 3')
 run: build
 	./$(BIN) $(ARGS)
 
-## test: every package's tests, without -race (race on two cores is slow)
-test:
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -ldflags '$(KUBE_LDFLAGS)' ./...
+## test: every package's tests, without -race (race on two cores is slow).
+## The Docker tests build their images from bin/klab, the static binary.
+test: build
+	KLAB_BINARY=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -ldflags '$(KUBE_LDFLAGS)' ./...
 
 ## bench: klab's etcd against real etcd side by side (tables on stdout), the
 ## API server's latencies (p50/p99), then the Go benchmarks of every other

@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -31,6 +32,9 @@ func testHome(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(home) })
 	t.Setenv("KLAB_HOME", home)
 	t.Setenv("KLAB_CLUSTER", "")
+	// The home screen's runtime is auto: with no engine answering, it is
+	// the local runtime, whatever this machine runs.
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(home, "no-docker.sock"))
 }
 
 func newModel(t *testing.T) *Model {

@@ -46,8 +46,8 @@ func (c *Cluster) ensurePKI(nodes []runtime.Node, lbNode *runtime.Node) (*pki.PK
 // to every etcd member.
 func (c *Cluster) startAPIServers(ctx context.Context, nodes []runtime.Node) error {
 	var endpoints []string
-	for _, m := range c.members {
-		endpoints = append(endpoints, m.ClientURL)
+	for _, n := range nodes {
+		endpoints = append(endpoints, n.URL("etcd-client"))
 	}
 	refs := make([]runtime.Ref, len(nodes))
 	for i, n := range nodes {

@@ -188,8 +188,24 @@ func Down(ctx context.Context, name string, keepData bool, p Progress) (DownResu
 		return res, err
 	}
 	if keepData {
+		// A Docker cluster keeps running without a `klab up` process:
+		// keeping its data means stopping its containers.
+		if info, err := readInfo(dir); err == nil && info.Runtime == RuntimeDocker {
+			if err := Stop(ctx, name, p); err != nil {
+				return res, err
+			}
+			res.WasRunning = true
+		}
 		return res, nil
 	}
+	// Docker objects go by label, whatever the state dir says: a `klab up`
+	// killed half-way leaves containers and no cluster.json.
+	removed, err := removeDocker(ctx, name, p)
+	if err != nil {
+		return res, err
+	}
+	res.WasRunning = res.WasRunning || removed
+	res.Removed = removed
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return res, nil
 	}

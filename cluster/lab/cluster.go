@@ -22,6 +22,9 @@ func (c *Cluster) Info() *Info { return c.info.Load() }
 // Runtime returns the runtime running the cluster's components.
 func (c *Cluster) Runtime() runtime.Runtime { return c.rt }
 
+// Detached reports whether the cluster runs without this process (Docker).
+func (c *Cluster) Detached() bool { return c.detached }
+
 // Phase returns PhaseStarting, PhaseReady or PhaseStopping.
 func (c *Cluster) Phase() string { return c.phase.Load().(string) }
 
@@ -50,9 +53,13 @@ func (c *Cluster) controlStatus(ctx context.Context) ControlStatus {
 
 // Close stops every component gracefully, keeping their data, and closes the
 // control socket. Components that have not stopped when ctx ends are killed.
-// It is safe to call more than once.
+// It is safe to call more than once. A Docker cluster is left running: it
+// lives in its containers (klab stop and klab down act on it).
 func (c *Cluster) Close(ctx context.Context, p Progress) error {
 	c.closeOnce.Do(func() {
+		if c.detached {
+			return
+		}
 		c.phase.Store(PhaseStopping)
 		c.opMu.Lock()
 		defer c.opMu.Unlock()

@@ -116,9 +116,12 @@ func (c *Cluster) startControlLoop(ctx context.Context, masters []runtime.Node) 
 func (c *Cluster) startKubelets(ctx context.Context, masters, workers []runtime.Node, server string) error {
 	var refs []runtime.Ref
 	for _, n := range append(append([]runtime.Node(nil), masters...), workers...) {
-		cidr, err := local.PodCIDR(c.spec.Name, n.Name)
-		if err != nil {
-			return i18n.Wrap(err, "lab.err.pod-addresses", n.Name)
+		cidr := n.PodCIDR
+		if cidr == "" {
+			var err error
+			if cidr, err = local.PodCIDR(c.spec.Name, n.Name); err != nil {
+				return i18n.Wrap(err, "lab.err.pod-addresses", n.Name)
+			}
 		}
 		spec := &runtime.KubeletSpec{
 			ClientSpec: c.clientSpec(server), Listen: hostPort(n, "kubelet"), NodeIP: n.Host, PodCIDR: cidr,

@@ -15,8 +15,11 @@ var (
 	// ErrStarting: the cluster is still starting and cannot take chaos
 	// operations yet.
 	ErrStarting = &i18n.Error{Key: "lab.err.starting"}
-	// ErrDockerUnavailable: the Docker runtime is not built yet.
+	// ErrDockerUnavailable: --runtime docker was asked for and the Docker
+	// engine does not answer.
 	ErrDockerUnavailable = &i18n.Error{Key: "lab.err.docker-unavailable"}
+	// ErrExists: a Docker cluster of that name already has containers.
+	ErrExists = &i18n.Error{Key: "lab.err.exists"}
 	// ErrUnknownTarget: a chaos target names nothing in the cluster.
 	ErrUnknownTarget = &i18n.Error{Key: "lab.err.unknown-target"}
 	// ErrNoLeader: "leader" was asked for while no member reports itself

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/cluster/runtime/docker"
 	"github.com/klab-dev/klab/cluster/runtime/local"
 )
 
@@ -35,7 +36,7 @@ const (
 const (
 	RuntimeAuto   = "auto"
 	RuntimeLocal  = local.Name
-	RuntimeDocker = "docker"
+	RuntimeDocker = docker.Name
 )
 
 // Spec is the shape of a cluster, as `klab up` takes it.
@@ -120,16 +121,4 @@ func ValidateName(name string) error {
 		}
 	}
 	return nil
-}
-
-// resolveRuntime turns the spec's runtime into the one that will run the
-// cluster. Docker is not built yet, so auto means local.
-func resolveRuntime(name string) (string, error) {
-	switch name {
-	case RuntimeAuto, RuntimeLocal:
-		return RuntimeLocal, nil
-	case RuntimeDocker:
-		return "", ErrDockerUnavailable
-	}
-	return "", i18n.NewError("spec.err.runtime", name)
 }

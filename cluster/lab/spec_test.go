@@ -1,7 +1,9 @@
 package lab
 
 import (
+	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -73,10 +75,21 @@ func TestDefaultClusterName(t *testing.T) {
 }
 
 func TestResolveRuntime(t *testing.T) {
-	if got, err := resolveRuntime(RuntimeAuto); err != nil || got != RuntimeLocal {
-		t.Errorf("auto = %q, %v; want local", got, err)
+	ctx := context.Background()
+	if got, err := resolveRuntime(ctx, RuntimeLocal); err != nil || got != RuntimeLocal {
+		t.Errorf("local = %q, %v; want local", got, err)
 	}
-	if _, err := resolveRuntime(RuntimeDocker); !errors.Is(err, ErrDockerUnavailable) {
-		t.Errorf("docker = %v, want ErrDockerUnavailable", err)
+	// An engine that does not answer: auto falls back, saying why, and
+	// docker refuses.
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-docker.sock"))
+	got, why, err := ResolveRuntime(ctx, RuntimeAuto)
+	if err != nil || got != RuntimeLocal || why == nil {
+		t.Errorf("auto without an engine = %q, %v, %v; want local with a reason", got, why, err)
+	}
+	if _, err := resolveRuntime(ctx, RuntimeDocker); !errors.Is(err, ErrDockerUnavailable) {
+		t.Errorf("docker without an engine = %v, want ErrDockerUnavailable", err)
+	}
+	if _, err := resolveRuntime(ctx, "podman"); err == nil {
+		t.Error("podman: want an error")
 	}
 }

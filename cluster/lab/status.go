@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -106,7 +107,17 @@ func Status(ctx context.Context, name string) (*ClusterStatus, error) {
 	st := &ClusterStatus{Name: info.Name, Runtime: info.Runtime, EtcdEndpoints: info.EtcdEndpoints, APIServer: info.APIServer, Kubeconfig: info.Kubeconfig,
 		Speed: info.Spec.Speed, Timings: timing.Speed(info.Spec.Speed).Table()}
 	states := map[runtime.Ref]runtime.ComponentInfo{}
-	if c, err := Connect(ctx, name); err == nil {
+	if info.Runtime == RuntimeDocker {
+		// A Docker cluster runs while its containers do.
+		if c, err := attachInfo(ctx, info, slog.New(slog.DiscardHandler)); err == nil {
+			if infos, err := c.rt.List(ctx); err == nil {
+				for _, ci := range infos {
+					states[ci.Ref] = ci
+					st.Running = st.Running || ci.State == runtime.StateRunning
+				}
+			}
+		}
+	} else if c, err := Connect(ctx, name); err == nil {
 		st.Running = true
 		if cs, err := c.Status(ctx); err == nil {
 			for _, ci := range cs.Components {

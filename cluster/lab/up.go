@@ -20,7 +20,6 @@ import (
 	"github.com/klab-dev/klab/cluster/etcd"
 	"github.com/klab-dev/klab/cluster/lab/pki"
 	"github.com/klab-dev/klab/cluster/runtime"
-	"github.com/klab-dev/klab/cluster/runtime/local"
 )
 
 // Upstream etcd ports: every member listens on them when its node has them
@@ -42,6 +41,15 @@ type Options struct {
 	Progress Progress
 	// Logger receives klab's own log; nil discards it.
 	Logger *slog.Logger
+	// Retain keeps what a failed Up created, for debugging, instead of
+	// removing it.
+	Retain bool
+	// BuildID names the klab build, which tags the Docker node image;
+	// empty derives it from the binary.
+	BuildID string
+	// Binary is the static linux klab binary the Docker image is built
+	// from; empty means the running one (or $KLAB_BINARY).
+	Binary string
 	// LeaderTimeout bounds the wait for a leader; zero means
 	// DefaultLeaderTimeout.
 	LeaderTimeout time.Duration
@@ -71,6 +79,10 @@ type Cluster struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// detached is set for a cluster that keeps running without this
+	// process (Docker): Close leaves it running.
+	detached bool
 }
 
 // Up creates the cluster described by spec and starts it, reporting each
@@ -86,7 +98,7 @@ func Up(ctx context.Context, spec Spec, opts Options) (_ *Cluster, err error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	rtName, err := resolveRuntime(spec.Runtime)
+	rtName, err := resolveRuntime(ctx, spec.Runtime)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +124,6 @@ func Up(ctx context.Context, spec Spec, opts Options) (_ *Cluster, err error) {
 	c := &Cluster{spec: spec, dir: dir, logger: logger, shutdown: make(chan struct{})}
 	c.phase.Store(PhaseStarting)
 	c.shutdownReason.Store("")
-	c.rt = local.New(local.Options{Cluster: spec.Name, Dir: dir, Logger: logger})
 	c.ctl = serveControl(ln, c)
 
 	// A shutdown request while starting (klab down from another terminal)
@@ -127,18 +138,35 @@ func Up(ctx context.Context, spec Spec, opts Options) (_ *Cluster, err error) {
 		}
 	}()
 
-	prev, err := c.previous(rtName)
+	prev, err := c.previous(ctx, rtName)
 	if err != nil {
+		c.ctl.close()
+		return nil, err
+	}
+	p := opts.Progress
+	var image string
+	if rtName == RuntimeDocker {
+		// The image comes first: every container, a node's pause
+		// container included, runs it.
+		if err := p.step(i18n.M("up.step.image"), func() error {
+			var err error
+			image, err = ensureImage(ctx, opts, logger, p)
+			return err
+		}); err != nil {
+			c.ctl.close()
+			return nil, err
+		}
+	}
+	if c.rt, err = newRuntime(ctx, rtName, spec.Name, dir, image, logger); err != nil {
 		c.ctl.close()
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			c.rollback(prev == nil)
+			c.rollback(prev == nil, opts.Retain)
 		}
 	}()
 
-	p := opts.Progress
 	nodes := make([]runtime.Node, spec.Masters)
 	workers := make([]runtime.Node, spec.Workers)
 	if err := p.step(i18n.M("up.step.nodes", spec.Masters+spec.Workers, rtName), func() error {
@@ -193,7 +221,11 @@ func Up(ctx context.Context, spec Spec, opts Options) (_ *Cluster, err error) {
 	for i := range c.topo {
 		c.topo[i].Components = append(c.topo[i].Components, runtime.ComponentAPIServer)
 	}
+	// server is where components reach the API server; hostServer is
+	// where this machine does (kubectl, klab). They differ in Docker, where
+	// ports are published on 127.0.0.1.
 	server := "https://" + net.JoinHostPort(nodes[0].Host, strconv.Itoa(nodes[0].Ports["apiserver"]))
+	hostServer := "https://" + nodes[0].HostAddr("apiserver")
 	if lbNode != nil {
 		if err := p.step(i18n.M("up.step.lb"), func() error {
 			return c.startLB(ctx, *lbNode, nodes)
@@ -202,9 +234,10 @@ func Up(ctx context.Context, spec Spec, opts Options) (_ *Cluster, err error) {
 		}
 		c.topo = append(c.topo, nodeComponents{Node: lbNode.Name, Components: []string{runtime.ComponentLB}})
 		server = "https://" + net.JoinHostPort(lbNode.Host, strconv.Itoa(lbNode.Ports["apiserver"]))
+		hostServer = "https://" + lbNode.HostAddr("apiserver")
 	}
 	if err := p.step(i18n.M("up.step.kubeconfig", filepath.Join(dir, KubeconfigFile)), func() error {
-		return c.writeKubeconfigs(certs, server)
+		return c.writeKubeconfigs(certs, hostServer)
 	}); err != nil {
 		return nil, err
 	}
@@ -232,16 +265,16 @@ func Up(ctx context.Context, spec Spec, opts Options) (_ *Cluster, err error) {
 		nodesReadyTimeout = DefaultNodesReadyTimeout
 	}
 	if err := p.step(i18n.M("up.step.nodes-ready", len(nodes)+len(workers)), func() error {
-		return waitNodesReady(ctx, certs, spec.Name, server, len(nodes)+len(workers), nodesReadyTimeout)
+		return waitNodesReady(ctx, certs, spec.Name, hostServer, len(nodes)+len(workers), nodesReadyTimeout)
 	}); err != nil {
 		return nil, err
 	}
 	info := c.newInfo(rtName, append(append([]runtime.Node(nil), nodes...), workers...), prev)
 	info.LB = lbNode
-	info.APIServer = server
+	info.APIServer = hostServer
 	info.Kubeconfig = filepath.Join(dir, KubeconfigFile)
 	for _, n := range nodes {
-		info.APIServers = append(info.APIServers, "https://"+net.JoinHostPort(n.Host, strconv.Itoa(n.Ports["apiserver"])))
+		info.APIServers = append(info.APIServers, "https://"+n.HostAddr("apiserver"))
 	}
 	if err := p.step(i18n.M("up.step.info", filepath.Join(dir, InfoFile)), func() error {
 		return writeInfo(dir, info)
@@ -250,6 +283,13 @@ func Up(ctx context.Context, spec Spec, opts Options) (_ *Cluster, err error) {
 	}
 	c.info.Store(info)
 	c.phase.Store(PhaseReady)
+	if rtName == RuntimeDocker {
+		// A Docker cluster lives in its containers, not in this process:
+		// it needs no control socket once it is up, and other processes
+		// act on it through the engine.
+		c.detached = true
+		c.ctl.close()
+	}
 	return c, nil
 }
 
@@ -257,7 +297,10 @@ func Up(ctx context.Context, spec Spec, opts Options) (_ *Cluster, err error) {
 // it has the shape asked for now. A state dir holding nodes but no
 // cluster.json is what a run that died before its cluster was ready leaves
 // behind: its data is unusable and is cleared.
-func (c *Cluster) previous(rtName string) (*Info, error) {
+func (c *Cluster) previous(ctx context.Context, rtName string) (*Info, error) {
+	if rtName == RuntimeDocker {
+		return nil, c.checkNoContainers(ctx)
+	}
 	prev, err := readInfo(c.dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -310,7 +353,10 @@ func (c *Cluster) createNodes(ctx context.Context, nodes []runtime.Node, prev *I
 }
 
 // membersOf derives each master's etcd member from its node: named after
-// the node, listening on the node's etcd ports.
+// the node, listening on the node's etcd ports. The peer URL is the one the
+// members know each other by (the member ID derives from it); the client
+// and debug URLs are where this machine reaches the member, which in Docker
+// is a port published on 127.0.0.1.
 func membersOf(nodes []runtime.Node, token string) []MemberInfo {
 	members := make([]MemberInfo, len(nodes))
 	for i, n := range nodes {
@@ -319,8 +365,8 @@ func membersOf(nodes []runtime.Node, token string) []MemberInfo {
 			Name:      n.Name,
 			ID:        fmt.Sprintf("%x", etcd.MemberID(peer, token)),
 			PeerURL:   peer,
-			ClientURL: n.URL("etcd-client"),
-			DebugURL:  peer + "/debug/klab",
+			ClientURL: n.HostURL("etcd-client"),
+			DebugURL:  n.HostURL("etcd-peer") + "/debug/klab",
 		}
 	}
 	return members
@@ -329,7 +375,7 @@ func membersOf(nodes []runtime.Node, token string) []MemberInfo {
 func (c *Cluster) startMembers(ctx context.Context, nodes []runtime.Node) error {
 	peers := make([]etcd.Peer, len(c.members))
 	for i, m := range c.members {
-		peers[i] = etcd.Peer{Name: m.Name, PeerURL: m.PeerURL, ClientURL: m.ClientURL}
+		peers[i] = etcd.Peer{Name: m.Name, PeerURL: m.PeerURL, ClientURL: nodes[i].URL("etcd-client")}
 	}
 	for i, m := range c.members {
 		cfg := etcd.Config{
@@ -411,9 +457,16 @@ func (c *Cluster) newInfo(rtName string, nodes []runtime.Node, prev *Info) *Info
 // rollback undoes a failed Up: components are killed (nothing they hold is
 // worth flushing), and a new cluster's state dir is removed so that no
 // half-made cluster is left behind. A kept cluster keeps its data.
-func (c *Cluster) rollback(fresh bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+func (c *Cluster) rollback(fresh, retain bool) {
+	// Removing a Docker cluster's containers takes longer than stopping
+	// goroutines.
+	ctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
 	defer cancel()
+	if retain {
+		c.logger.Warn("rollback skipped (--retain): the failed cluster's objects are kept for debugging", "cluster", c.spec.Name)
+		c.ctl.close()
+		return
+	}
 	if fresh {
 		if err := c.rt.Remove(ctx); err != nil {
 			c.logger.Warn("rollback: remove components", "err", err)

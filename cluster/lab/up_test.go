@@ -12,6 +12,8 @@ import (
 func TestUpRefusesBeforeTouchingAnything(t *testing.T) {
 	home := testHome(t)
 	ctx := context.Background()
+	// No engine answers here, so --runtime docker must refuse at once.
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-docker.sock"))
 	tests := []struct {
 		name    string
 		spec    Spec

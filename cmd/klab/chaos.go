@@ -91,11 +91,7 @@ func newHealCmd() *cobra.Command {
 func runChaos(cmd *cobra.Command, name string, req lab.ChaosRequest) error {
 	ctx, cancel := context.WithTimeout(cmd.Context(), chaosTimeout)
 	defer cancel()
-	c, err := lab.Connect(ctx, name)
-	if err != nil {
-		return err
-	}
-	res, err := c.Chaos(ctx, req)
+	res, err := lab.Chaos(ctx, name, req)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -35,6 +36,8 @@ func testHome(t *testing.T) string {
 func TestUsageErrors(t *testing.T) {
 	testHome(t)
 	i18n.SetLang(i18n.English)
+	// No engine answers here, whatever this machine runs.
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-docker.sock"))
 	tests := []struct {
 		name string
 		args []string
@@ -45,7 +48,10 @@ func TestUsageErrors(t *testing.T) {
 		{"no masters", []string{"up", "--masters", "0"}, []string{"--masters must be between 1 and 7, not 0"}},
 		{"bad speed", []string{"up", "--speed", "-1"}, []string{"--speed must be greater than 0"}},
 		{"bad runtime", []string{"up", "--runtime", "podman"}, []string{`--runtime must be auto, local or docker, not "podman"`}},
-		{"docker not yet", []string{"up", "--runtime", "docker"}, []string{"docker runtime is not available yet"}},
+		{"docker without an engine", []string{"up", "--runtime", "docker"}, []string{"the Docker engine does not answer", "--runtime local"}},
+		{"start of nothing", []string{"start", "--name", "ghost"}, []string{`there is no cluster "ghost"`}},
+		{"stop of nothing", []string{"stop", "--name", "ghost"}, []string{`there is no cluster "ghost"`}},
+		{"down all and a name", []string{"down", "--all", "--name", "x"}, []string{"--all removes every cluster"}},
 		{"bad name", []string{"up", "--name", "My_Lab"}, []string{`cluster name "My_Lab" is not valid`}},
 		{"stray argument", []string{"up", "now"}, []string{`klab up takes no arguments, but got "now"`}},
 		{"unknown command", []string{"upp"}, []string{`unknown command "upp" for klab`}},

@@ -20,6 +20,7 @@ func newDownCmd() *cobra.Command {
 	var (
 		name     string
 		keepData bool
+		all      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "down",
@@ -30,24 +31,49 @@ func newDownCmd() *cobra.Command {
 			out := cmd.OutOrStdout()
 			ctx, cancel := context.WithTimeout(cmd.Context(), downTimeout)
 			defer cancel()
-			res, err := lab.Down(ctx, name, keepData, newStepPrinter(out).progress)
-			if err != nil {
-				return err
+			names := []string{name}
+			if all {
+				if cmd.Flags().Changed("name") {
+					return i18n.NewError("down.err.all-and-name")
+				}
+				var err error
+				if names, err = lab.Clusters(ctx); err != nil {
+					return err
+				}
+				if len(names) == 0 {
+					fmt.Fprintln(out, i18n.T("down.none"))
+					return nil
+				}
 			}
-			switch {
-			case res.Removed:
-				fmt.Fprintln(out, i18n.T("down.removed", name))
-			case keepData && dirExists(res.Dir):
-				fmt.Fprintln(out, i18n.T("down.kept", name, res.Dir))
-			case !res.WasRunning:
-				fmt.Fprintln(out, i18n.T("down.nothing", name))
+			for _, name := range names {
+				if err := downOne(ctx, cmd, name, keepData); err != nil {
+					return err
+				}
 			}
 			return nil
 		},
 	}
 	addNameFlag(cmd, &name)
 	cmd.Flags().BoolVar(&keepData, "keep-data", false, i18n.T("down.flag.keep-data"))
+	cmd.Flags().BoolVar(&all, "all", false, i18n.T("down.flag.all"))
 	return cmd
+}
+
+func downOne(ctx context.Context, cmd *cobra.Command, name string, keepData bool) error {
+	out := cmd.OutOrStdout()
+	res, err := lab.Down(ctx, name, keepData, newStepPrinter(out).progress)
+	if err != nil {
+		return err
+	}
+	switch {
+	case res.Removed:
+		fmt.Fprintln(out, i18n.T("down.removed", name))
+	case keepData && dirExists(res.Dir):
+		fmt.Fprintln(out, i18n.T("down.kept", name, res.Dir))
+	case !res.WasRunning:
+		fmt.Fprintln(out, i18n.T("down.nothing", name))
+	}
+	return nil
 }
 
 func dirExists(dir string) bool {

@@ -73,6 +73,9 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(
 		newUpCmd(),
 		newDownCmd(),
+		newStartCmd(),
+		newStopCmd(),
+		newImageCmd(),
 		newStatusCmd(),
 		newChaosCmd(),
 		newClockCmd(),

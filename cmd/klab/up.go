@@ -21,13 +21,14 @@ const closeTimeout = 30 * time.Second
 
 func newUpCmd() *cobra.Command {
 	spec := lab.DefaultSpec()
+	var retain bool
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: i18n.T("up.short"),
 		Long:  i18n.T("up.long"),
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runUp(cmd, spec)
+			return runUp(cmd, spec, retain)
 		},
 	}
 	addNameFlag(cmd, &spec.Name)
@@ -36,20 +37,27 @@ func newUpCmd() *cobra.Command {
 	cmd.Flags().StringVar(&spec.Runtime, "runtime", spec.Runtime, i18n.T("up.flag.runtime"))
 	cmd.Flags().Float64Var(&spec.Speed, "speed", spec.Speed, i18n.T("up.flag.speed"))
 	cmd.Flags().BoolVar(&spec.NoFsync, "no-fsync", false, i18n.T("up.flag.no-fsync"))
+	cmd.Flags().BoolVar(&retain, "retain", false, i18n.T("up.flag.retain"))
 	return cmd
 }
 
-func runUp(cmd *cobra.Command, spec lab.Spec) error {
+func runUp(cmd *cobra.Command, spec lab.Spec, retain bool) error {
 	out := cmd.OutOrStdout()
 	if err := spec.Validate(); err != nil {
 		return err
 	}
-	switch spec.Runtime {
-	case lab.RuntimeDocker:
-		return lab.ErrDockerUnavailable
-	case lab.RuntimeAuto:
-		fmt.Fprintln(out, i18n.T("up.runtime-auto"))
+	rt, notDocker, err := lab.ResolveRuntime(cmd.Context(), spec.Runtime)
+	if err != nil {
+		return err
 	}
+	if spec.Runtime == lab.RuntimeAuto {
+		if rt == lab.RuntimeDocker {
+			fmt.Fprintln(out, i18n.T("up.runtime-auto-docker"))
+		} else {
+			fmt.Fprintln(out, i18n.T("up.runtime-auto-local", notDocker))
+		}
+	}
+	spec.Runtime = rt
 
 	// The first Ctrl-C stops the cluster cleanly; once it is handled, the
 	// signal's default action returns, so a second one ends klab at once.
@@ -58,7 +66,7 @@ func runUp(cmd *cobra.Command, spec lab.Spec) error {
 
 	steps := newStepPrinter(out)
 	fmt.Fprintln(out, i18n.T("up.creating", spec.Name, spec.Masters, spec.Workers))
-	c, err := lab.Up(ctx, spec, lab.Options{Progress: steps.progress})
+	c, err := lab.Up(ctx, spec, lab.Options{Progress: steps.progress, Retain: retain, BuildID: dockerBuildID()})
 	if err != nil {
 		// Ctrl-C here, or klab down from another terminal, cancelled the
 		// start; Up has already undone it.
@@ -68,6 +76,10 @@ func runUp(cmd *cobra.Command, spec lab.Spec) error {
 		return err
 	}
 	printReady(cmd, c)
+	if c.Detached() {
+		// A Docker cluster runs in its containers: the prompt comes back.
+		return nil
+	}
 
 	select {
 	case <-ctx.Done():
@@ -113,5 +125,19 @@ func printReady(cmd *cobra.Command, c *lab.Cluster) {
 		fmt.Fprintln(out, "  "+line)
 	}
 	fmt.Fprintln(out)
+	if c.Detached() {
+		fmt.Fprintln(out, i18n.T("up.ready.detached", info.Name, hint))
+		return
+	}
 	fmt.Fprintln(out, i18n.T("up.ready.stop", hint))
+}
+
+// dockerBuildID tags the node image: the build's ID when the Makefile
+// stamped one, else empty, so that the image is named after the binary's
+// own hash.
+func dockerBuildID() string {
+	if buildID == "unknown" {
+		return ""
+	}
+	return buildID
 }

@@ -236,16 +236,12 @@ func (m *Model) change(d int) tea.Cmd {
 	return nil
 }
 
-// start checks the form and starts the cluster. A bad name or the Docker
-// runtime is refused here, with the same message `klab up` gives.
+// start checks the form and starts the cluster. A bad name is refused here,
+// with the same message `klab up` gives.
 func (m *Model) start() tea.Cmd {
 	spec := m.Spec()
 	if err := spec.Validate(); err != nil {
 		m.err = err
-		return nil
-	}
-	if spec.Runtime == lab.RuntimeDocker {
-		m.err = lab.ErrDockerUnavailable
 		return nil
 	}
 	m.steps = nil
