@@ -18,7 +18,7 @@ import (
 
 func TestEnsureImage(t *testing.T) {
 	info := testImage(t)
-	if info.Node != labels.NodeImage+":"+testBuildID || info.App != labels.AppImage+":latest" || !info.Built || info.Size <= 0 {
+	if info.Node != labels.NodeImage+":"+testBuildID || info.App != testAppImage || !info.Built || info.Size <= 0 {
 		t.Errorf("first EnsureImage = %+v", info)
 	}
 	cli, err := newClient()
@@ -46,7 +46,7 @@ func TestEnsureImage(t *testing.T) {
 		}
 	}
 
-	again, err := EnsureImage(ctx, ImageOptions{Binary: klabBinary(t), BuildID: testBuildID})
+	again, err := EnsureImage(ctx, ImageOptions{Binary: klabBinary(t), BuildID: testBuildID, AppImage: testAppImage})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestEnsureImage(t *testing.T) {
 	// $KLAB_BINARY wins over the binary named, and a dynamic one is
 	// refused before anything is built.
 	t.Setenv(BinaryEnv, dynamicBinary(t))
-	_, err = EnsureImage(ctx, ImageOptions{Binary: klabBinary(t), BuildID: testBuildID + "-dyn"})
+	_, err = EnsureImage(ctx, ImageOptions{Binary: klabBinary(t), BuildID: testBuildID + "-dyn", AppImage: testAppImage})
 	if !errors.Is(err, ErrUnusableBinary) || !contains(err.Error(), "make image") {
 		t.Errorf("EnsureImage with a dynamic binary: %v, want an error saying to run make image", err)
 	}

@@ -29,6 +29,10 @@ type ImageOptions struct {
 	BuildID string
 	// Logger receives the progress of the builds; nil discards it.
 	Logger *slog.Logger
+	// AppImage names the demo workload's image; "" means
+	// "klab/app:latest". Tests name their own, so that they never retag
+	// or remove the one a running cluster's pods use.
+	AppImage string
 }
 
 // ImageInfo describes the images EnsureImage made sure of.
@@ -95,7 +99,10 @@ func EnsureImage(ctx context.Context, opts ImageOptions) (ImageInfo, error) {
 		return ImageInfo{}, fmt.Errorf("build ID %q cannot be an image tag: use letters, digits, '_', '.' and '-', at most 128", id)
 	}
 
-	info := ImageInfo{Node: labels.NodeImage + ":" + id, App: labels.AppImage + ":latest"}
+	info := ImageInfo{Node: labels.NodeImage + ":" + id, App: opts.AppImage}
+	if info.App == "" {
+		info.App = labels.AppImage + ":latest"
+	}
 	builtNode, err := ensureImage(ctx, cli, logger, imageBuild{
 		tag: info.Node, buildID: id, dockerfile: nodeDockerfile(), binary: binary,
 	})

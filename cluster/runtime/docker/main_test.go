@@ -28,6 +28,9 @@ var (
 	// testBuildID tags the images the tests build, so that TestMain
 	// removes exactly those.
 	testBuildID = "test-" + randomHex(4)
+	// testAppImage is the tests' demo workload image: never klab/app,
+	// which a cluster tested at the same time runs its pods from.
+	testAppImage = "klabtest/app:" + testBuildID
 
 	binaryOnce sync.Once
 	binaryPath string
@@ -105,7 +108,7 @@ func testImage(t *testing.T) ImageInfo {
 	imageOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		imageInfo, imageErr = EnsureImage(ctx, ImageOptions{Binary: binary, BuildID: testBuildID, Logger: testLogger(t)})
+		imageInfo, imageErr = EnsureImage(ctx, ImageOptions{Binary: binary, BuildID: testBuildID, AppImage: testAppImage, Logger: testLogger(t)})
 		imageBuilt = imageErr == nil
 	})
 	if imageErr != nil {
@@ -140,7 +143,7 @@ func removeTestImages() error {
 
 func isAppImage(img image.Summary) bool {
 	for _, tag := range img.RepoTags {
-		if strings.HasPrefix(tag, labels.AppImage+":") {
+		if tag == testAppImage {
 			return true
 		}
 	}
