@@ -178,7 +178,7 @@ func (r *Runtime) ContainerStatus(ctx context.Context, id string) (cri.Container
 	if err != nil {
 		return cri.ContainerStatus{}, fmt.Errorf("container status %s: %w", id, err)
 	}
-	return containerStatus(info), nil
+	return r.statusOf(info), nil
 }
 
 // ListContainers reports every container of the node's pods not yet
@@ -190,7 +190,7 @@ func (r *Runtime) ListContainers(ctx context.Context) ([]cri.ContainerStatus, er
 	}
 	list := make([]cri.ContainerStatus, 0, len(infos))
 	for _, info := range infos {
-		list = append(list, containerStatus(info))
+		list = append(list, r.statusOf(info))
 	}
 	return list, nil
 }

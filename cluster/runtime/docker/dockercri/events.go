@@ -91,6 +91,7 @@ func (r *Runtime) forward(msg events.Message) {
 		// The kernel killed it for its memory; "die" follows, and the
 		// container's status says OOMKilled.
 		r.logger.Info("Container ran out of memory", "container", msg.Actor.ID, "name", msg.Actor.Attributes[labels.ContainerName])
+		r.oomKilled.Store(msg.Actor.ID, true)
 		return
 	default:
 		return

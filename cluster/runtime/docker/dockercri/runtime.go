@@ -40,6 +40,11 @@ type Runtime struct {
 	// address.
 	sandboxMu sync.Mutex
 	inspected inspectCache
+	// oomKilled holds the containers the engine reported an "oom" event
+	// for. The engine handles containerd's OOM and exit notices one after
+	// the other, so an inspect between the two shows exit 137 without
+	// State.OOMKilled; the event settles it.
+	oomKilled sync.Map
 
 	closed     atomic.Bool
 	events     chan cri.Event
@@ -224,6 +229,10 @@ func (c *inspectCache) get(id, state string) (container.InspectResponse, bool) {
 }
 
 func (c *inspectCache) put(info container.InspectResponse) {
+	if info.State != nil && info.State.ExitCode == exitCodeOOMKilled && !info.State.OOMKilled {
+		// Maybe the OOM notice is still on its way: look again next time.
+		return
+	}
 	switch info.State.Status {
 	case "running", "exited", "dead":
 		c.mu.Lock()

@@ -232,6 +232,7 @@ func (r *Runtime) waitExit(ctx context.Context, id string) error {
 // is no error.
 func (r *Runtime) remove(ctx context.Context, id string) error {
 	r.inspected.forget(id)
+	r.oomKilled.Delete(id)
 	err := r.docker.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	// Conflict: another call is removing it already.
 	if err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {

@@ -88,6 +88,16 @@ func sortOldestFirst(list []container.InspectResponse) {
 }
 
 // containerStatus reports a pod container from what inspecting it said.
+// statusOf is containerStatus, with the engine's "oom" events standing in
+// for a State.OOMKilled the engine has not set yet.
+func (r *Runtime) statusOf(info container.InspectResponse) cri.ContainerStatus {
+	st := containerStatus(info)
+	if _, oom := r.oomKilled.Load(info.ID); oom && st.State == cri.StateExited && st.ExitCode == exitCodeOOMKilled {
+		st.Reason = cri.ReasonOOMKilled
+	}
+	return st
+}
+
 func containerStatus(info container.InspectResponse) cri.ContainerStatus {
 	l := info.Config.Labels
 	attempt, _ := strconv.Atoi(l[labels.Attempt])
