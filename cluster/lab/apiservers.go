@@ -2,12 +2,10 @@ package lab
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
 	"strconv"
-	"sync"
 
 	"github.com/klab-dev/klab/cluster/apiserver/auth"
 	"github.com/klab-dev/klab/cluster/lab/pki"
@@ -60,17 +58,7 @@ func (c *Cluster) startAPIServers(ctx context.Context, nodes []runtime.Node) err
 			return err
 		}
 	}
-	errs := make([]error, len(refs))
-	var wg sync.WaitGroup
-	for i, ref := range refs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = c.rt.Start(ctx, ref)
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return c.startAll(ctx, refs)
 }
 
 // startLB runs the load balancer in front of the API servers.

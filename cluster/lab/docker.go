@@ -63,7 +63,7 @@ func newRuntime(ctx context.Context, name, cluster, dir, image string, logger *s
 
 // ensureImage builds klab/node:<build-id> from the klab binary unless the
 // engine has it already, and returns its name.
-func ensureImage(ctx context.Context, opts Options, logger *slog.Logger, _ Progress) (string, error) {
+func ensureImage(ctx context.Context, opts Options, logger *slog.Logger) (string, error) {
 	img, err := docker.EnsureImage(ctx, docker.ImageOptions{Binary: opts.Binary, BuildID: opts.BuildID, Logger: logger})
 	if err != nil {
 		return "", err
@@ -188,6 +188,18 @@ func Start(ctx context.Context, name string, opts Options) (*Cluster, error) {
 	}
 	c.phase.Store(PhaseStarting)
 	p := opts.Progress
+	// A node whose containers are gone is made again from the image.
+	var image string
+	if err := p.step(i18n.M("up.step.image"), func() error {
+		var err error
+		image, err = ensureImage(ctx, opts, logger)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if c.rt, err = newRuntime(ctx, RuntimeDocker, name, c.dir, image, logger); err != nil {
+		return nil, err
+	}
 
 	all := slices.Clone(info.Nodes)
 	if info.LB != nil {
@@ -214,7 +226,7 @@ func Start(ctx context.Context, name string, opts Options) (*Cluster, error) {
 		}
 	}
 	c.members = membersOf(masters, info.ClusterToken)
-	refsOf := func(component string) []runtime.Ref {
+	componentRefs := func(component string) []runtime.Ref {
 		var refs []runtime.Ref
 		for _, nc := range c.topo {
 			if slices.Contains(nc.Components, component) {
@@ -224,7 +236,7 @@ func Start(ctx context.Context, name string, opts Options) (*Cluster, error) {
 		return refs
 	}
 	if err := p.step(i18n.M("up.step.etcd", len(c.members)), func() error {
-		return c.startAll(ctx, refsOf(runtime.ComponentEtcd))
+		return c.startAll(ctx, componentRefs(runtime.ComponentEtcd))
 	}); err != nil {
 		return nil, err
 	}
@@ -248,7 +260,7 @@ func Start(ctx context.Context, name string, opts Options) (*Cluster, error) {
 	} {
 		var refs []runtime.Ref
 		for _, comp := range group.component {
-			refs = append(refs, refsOf(comp)...)
+			refs = append(refs, componentRefs(comp)...)
 		}
 		if len(refs) == 0 {
 			continue
@@ -258,18 +270,19 @@ func Start(ctx context.Context, name string, opts Options) (*Cluster, error) {
 		}
 	}
 
-	// Published ports are chosen anew when a node's container starts, so
-	// the addresses this machine uses are written again.
-	hostServer := "https://" + masters[0].HostAddr("apiserver")
+	// The addresses this machine uses are written again, in case a node's
+	// published ports changed.
+	var lb *runtime.Node
 	if info.LB != nil {
-		hostServer = "https://" + all[len(all)-1].HostAddr("apiserver")
+		lb = &all[len(all)-1]
 	}
+	next := c.newInfo(RuntimeDocker, slices.Clone(nodes), lb, info)
 	certs, err := pki.Load(filepath.Join(c.dir, pkiDirName))
 	if err != nil {
 		return nil, err
 	}
-	if err := p.step(i18n.M("up.step.kubeconfig", filepath.Join(c.dir, KubeconfigFile)), func() error {
-		return c.writeKubeconfigs(certs, hostServer)
+	if err := p.step(i18n.M("up.step.kubeconfig", next.Kubeconfig), func() error {
+		return c.writeKubeconfigs(certs, next.APIServer)
 	}); err != nil {
 		return nil, err
 	}
@@ -278,32 +291,16 @@ func Start(ctx context.Context, name string, opts Options) (*Cluster, error) {
 		nodesReadyTimeout = DefaultNodesReadyTimeout
 	}
 	if err := p.step(i18n.M("up.step.nodes-ready", len(nodes)), func() error {
-		return waitNodesReady(ctx, certs, name, hostServer, len(nodes), nodesReadyTimeout)
+		return waitNodesReady(ctx, certs, name, next.APIServer, len(nodes), nodesReadyTimeout)
 	}); err != nil {
 		return nil, err
-	}
-	next := *info
-	next.Nodes = slices.Clone(nodes)
-	next.Members = c.members
-	next.EtcdEndpoints = nil
-	for _, m := range c.members {
-		next.EtcdEndpoints = append(next.EtcdEndpoints, m.ClientURL)
-	}
-	if info.LB != nil {
-		lb := all[len(all)-1]
-		next.LB = &lb
-	}
-	next.APIServer = hostServer
-	next.APIServers = nil
-	for _, n := range masters {
-		next.APIServers = append(next.APIServers, "https://"+n.HostAddr("apiserver"))
 	}
 	if err := p.step(i18n.M("up.step.info", filepath.Join(c.dir, InfoFile)), func() error {
-		return writeInfo(c.dir, &next)
+		return writeInfo(c.dir, next)
 	}); err != nil {
 		return nil, err
 	}
-	c.info.Store(&next)
+	c.info.Store(next)
 	c.phase.Store(PhaseReady)
 	return c, nil
 }

@@ -342,6 +342,24 @@ func TestDockerDownAfterKill(t *testing.T) {
 	if after.Leader != before.Leader || leaderTerm(after) != leaderTerm(before) {
 		t.Errorf("cluster %s changed leader (%s term %d → %s term %d) while %s was removed", kept, before.Leader, leaderTerm(before), after.Leader, leaderTerm(after), killed)
 	}
+
+	// klab stop, then klab start: the same cluster comes back on its data.
+	if err := Stop(ctx, kept, nil); err != nil {
+		t.Fatalf("Stop %s: %v", kept, err)
+	}
+	if st, err := Status(ctx, kept); err != nil || st.Running {
+		t.Fatalf("after Stop: running %v, err %v", st != nil && st.Running, err)
+	}
+	started, err := Start(ctx, kept, Options{})
+	if err != nil {
+		t.Fatalf("Start %s: %v", kept, err)
+	}
+	if got := waitFor(t, kept, "a leader after start", func(s *ClusterStatus) bool { return s.Leader != "" }); leaderTerm(got) <= leaderTerm(after) {
+		t.Errorf("after start the leader's term is %d, want above %d (the members restarted)", leaderTerm(got), leaderTerm(after))
+	}
+	if started.Info().APIServer == "" || len(started.Info().Nodes) != 2 {
+		t.Errorf("cluster.json after start: %+v", started.Info())
+	}
 	if _, err := Down(ctx, kept, false, nil); err != nil {
 		t.Fatalf("Down %s: %v", kept, err)
 	}

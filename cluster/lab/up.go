@@ -150,7 +150,7 @@ func Up(ctx context.Context, spec Spec, opts Options) (_ *Cluster, err error) {
 		// container included, runs it.
 		if err := p.step(i18n.M("up.step.image"), func() error {
 			var err error
-			image, err = ensureImage(ctx, opts, logger, p)
+			image, err = ensureImage(ctx, opts, logger)
 			return err
 		}); err != nil {
 			c.ctl.close()
@@ -269,13 +269,7 @@ func Up(ctx context.Context, spec Spec, opts Options) (_ *Cluster, err error) {
 	}); err != nil {
 		return nil, err
 	}
-	info := c.newInfo(rtName, append(append([]runtime.Node(nil), nodes...), workers...), prev)
-	info.LB = lbNode
-	info.APIServer = hostServer
-	info.Kubeconfig = filepath.Join(dir, KubeconfigFile)
-	for _, n := range nodes {
-		info.APIServers = append(info.APIServers, "https://"+n.HostAddr("apiserver"))
-	}
+	info := c.newInfo(rtName, append(append([]runtime.Node(nil), nodes...), workers...), lbNode, prev)
 	if err := p.step(i18n.M("up.step.info", filepath.Join(dir, InfoFile)), func() error {
 		return writeInfo(dir, info)
 	}); err != nil {
@@ -434,7 +428,9 @@ func waitLeader(ctx context.Context, members []MemberInfo, timeout time.Duration
 	}
 }
 
-func (c *Cluster) newInfo(rtName string, nodes []runtime.Node, prev *Info) *Info {
+// newInfo describes the ready cluster: its nodes (masters first), its load
+// balancer if any, and where this machine reaches them.
+func (c *Cluster) newInfo(rtName string, nodes []runtime.Node, lb *runtime.Node, prev *Info) *Info {
 	info := &Info{
 		Version:      infoVersion,
 		Spec:         c.spec,
@@ -444,12 +440,23 @@ func (c *Cluster) newInfo(rtName string, nodes []runtime.Node, prev *Info) *Info
 		Members:      c.members,
 		Nodes:        nodes,
 		ClusterToken: c.token(),
+		LB:           lb,
+		Kubeconfig:   filepath.Join(c.dir, KubeconfigFile),
 	}
 	if prev != nil {
 		info.CreatedAt = prev.CreatedAt
 	}
 	for _, m := range c.members {
 		info.EtcdEndpoints = append(info.EtcdEndpoints, m.ClientURL)
+	}
+	for _, n := range nodes {
+		if n.Role == runtime.RoleMaster {
+			info.APIServers = append(info.APIServers, "https://"+n.HostAddr("apiserver"))
+		}
+	}
+	info.APIServer = info.APIServers[0]
+	if lb != nil {
+		info.APIServer = "https://" + lb.HostAddr("apiserver")
 	}
 	return info
 }

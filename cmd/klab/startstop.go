@@ -22,7 +22,7 @@ func newStartCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			fmt.Fprintln(out, i18n.T("start.starting", name))
-			c, err := lab.Start(cmd.Context(), name, lab.Options{Progress: newStepPrinter(out).progress})
+			c, err := lab.Start(cmd.Context(), name, lab.Options{Progress: newStepPrinter(out).progress, BuildID: dockerBuildID()})
 			if err != nil {
 				return err
 			}
