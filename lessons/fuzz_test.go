@@ -1,0 +1,57 @@
+package lessons
+
+import (
+	"io/fs"
+	"testing"
+	"testing/fstest"
+)
+
+// FuzzLoad feeds the loader arbitrary files: it must never panic, every
+// problem must be a LoadError naming the file, and a file it accepts must
+// be a complete lesson.
+func FuzzLoad(f *testing.F) {
+	f.Add([]byte(sample))
+	f.Add([]byte("id: x\nsteps: [{check: {all: [{all: [no-leader]}]}}]\n"))
+	f.Add([]byte("a: &a [*a]\n"))
+	f.Add([]byte("{{{{{{{{"))
+	_ = fs.WalkDir(content, "content", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			data, _ := content.ReadFile(p)
+			f.Add(data)
+		}
+		return nil
+	})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		lessons, err := Load(fstest.MapFS{"f.yaml": {Data: data}})
+		errs := LoadErrors(err)
+		if err != nil && len(errs) == 0 {
+			t.Fatalf("error without a LoadError: %v", err)
+		}
+		for _, e := range errs {
+			if e.File != "f.yaml" || e.Line < 0 || e.Column < 0 || e.Msg.Key == "" {
+				t.Fatalf("bad LoadError %+v", e)
+			}
+		}
+		if len(errs) > maxErrorsPerFile+1 {
+			t.Fatalf("%d errors for one file", len(errs))
+		}
+		if err != nil {
+			if len(lessons) != 0 {
+				t.Fatal("a lesson with problems was returned")
+			}
+			return
+		}
+		if len(lessons) != 1 {
+			t.Fatalf("%d lessons from one file", len(lessons))
+		}
+		l := lessons[0]
+		if l.ID == "" || l.Title.Korean == "" || l.Title.English == "" || len(l.Steps) == 0 || l.Cluster.Masters < 1 {
+			t.Fatalf("incomplete lesson accepted: %+v", l)
+		}
+		for _, s := range l.Steps {
+			if s.ID == "" || s.Check == nil || s.Body.Korean == "" || s.Body.English == "" {
+				t.Fatalf("incomplete step accepted: %+v", s)
+			}
+		}
+	})
+}

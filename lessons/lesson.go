@@ -1,0 +1,90 @@
+package lessons
+
+// Lesson is one lesson: a cluster shape and the steps that teach on it.
+type Lesson struct {
+	// ID names the lesson (klab --lesson <id>, progress); unique among the
+	// lessons loaded together.
+	ID string
+	// Order places the lesson in the list; lessons with the same order are
+	// listed by ID.
+	Order   int
+	Title   Bilingual
+	Summary Bilingual
+	// Cluster is the shape the lesson starts on.
+	Cluster Shape
+	Steps   []*Step
+	// File is where the lesson was loaded from, as errors name it.
+	File string
+}
+
+// Step returns the step with the given id and its index, or nil and -1.
+func (l *Lesson) Step(id string) (*Step, int) {
+	for i, s := range l.Steps {
+		if s.ID == id {
+			return s, i
+		}
+	}
+	return nil, -1
+}
+
+// Step is one thing to do and see.
+type Step struct {
+	// ID names the step, unique within its lesson; progress is kept by it,
+	// so that steps can be reordered without losing what a student did.
+	ID    string
+	Title Bilingual
+	// Body is Markdown.
+	Body Bilingual
+	// View is the live view shown beside the step.
+	View View
+	// Try lists commands for the student to run.
+	Try   []Command
+	Hints []Bilingual
+	// Check is the condition that completes the step.
+	Check Check
+	// Solution lists commands that, run in order by the engine, make the
+	// check pass. It may be empty when the check holds on its own. A
+	// command may fail on purpose (a write refused without quorum): the
+	// engine runs the next one regardless, feeds each result to the
+	// Evaluator, and judges the step by its check alone.
+	Solution []Command
+	// Cluster, when set, is the shape the step needs; the engine brings the
+	// cluster to it before the step begins. Nil keeps the cluster as the
+	// previous step left it.
+	Cluster *Shape
+	// Line is the step's line in its lesson file.
+	Line int
+}
+
+// Shape is the shape of the cluster a lesson or step runs on, as klab up's
+// flags give it.
+type Shape struct {
+	Masters int
+	Workers int
+	// Speed divides Kubernetes' timings (1 is real time).
+	Speed float64
+}
+
+// Bounds of a shape. They mirror cluster/lab's limits (MaxMasters,
+// MaxWorkers, MaxSpeed), which klab up enforces; lessons does not import
+// cluster/lab so that lesson files can be checked without the cluster.
+const (
+	maxMasters = 7
+	maxWorkers = 50
+	maxSpeed   = 100
+)
+
+// View is one of the TUI's live views.
+type View string
+
+// The views a step can show.
+const (
+	ViewOverview  View = "overview"
+	ViewRaft      View = "raft"
+	ViewScheduler View = "scheduler"
+	ViewProxy     View = "proxy"
+	ViewEvents    View = "events"
+)
+
+// Views lists every view, in the order of their keys (1–5).
+var Views = []View{ViewOverview, ViewRaft, ViewScheduler, ViewProxy, ViewEvents}
