@@ -49,11 +49,12 @@ func masterPorts() []runtime.Port {
 		{Name: "etcd-client", Default: etcdClientPort}, {Name: "etcd-peer", Default: etcdPeerPort},
 		{Name: "apiserver", Default: apiServerPort}, {Name: "kubelet", Default: kubeletPort},
 		{Name: "scheduler", Default: schedulerPort}, {Name: "controller-manager", Default: controllerManagerPort},
+		{Name: "proxy", Default: kubeProxyPort},
 	}
 }
 
 func workerPorts() []runtime.Port {
-	return []runtime.Port{{Name: "kubelet", Default: kubeletPort}}
+	return []runtime.Port{{Name: "kubelet", Default: kubeletPort}, {Name: "proxy", Default: kubeProxyPort}}
 }
 
 // createWorkers creates the worker nodes.

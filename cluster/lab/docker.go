@@ -99,7 +99,7 @@ func infoTopology(info *Info) []nodeComponents {
 		if n.Role == runtime.RoleMaster {
 			topo = append(topo, nodeComponents{Node: n.Name, Components: []string{
 				runtime.ComponentEtcd, runtime.ComponentAPIServer, runtime.ComponentScheduler,
-				runtime.ComponentControllerManager, runtime.ComponentKubelet,
+				runtime.ComponentControllerManager, runtime.ComponentKubelet, runtime.ComponentKubeProxy,
 			}})
 		}
 	}
@@ -108,7 +108,7 @@ func infoTopology(info *Info) []nodeComponents {
 	}
 	for _, n := range info.Nodes {
 		if n.Role == runtime.RoleWorker {
-			topo = append(topo, nodeComponents{Node: n.Name, Components: []string{runtime.ComponentKubelet}})
+			topo = append(topo, nodeComponents{Node: n.Name, Components: []string{runtime.ComponentKubelet, runtime.ComponentKubeProxy}})
 		}
 	}
 	return topo
@@ -257,6 +257,7 @@ func Start(ctx context.Context, name string, opts Options) (*Cluster, error) {
 		{i18n.M("up.step.lb"), []string{runtime.ComponentLB}},
 		{i18n.M("up.step.control-loop", len(masters)), []string{runtime.ComponentScheduler, runtime.ComponentControllerManager}},
 		{i18n.M("up.step.kubelets", len(nodes)), []string{runtime.ComponentKubelet}},
+		{i18n.M("up.step.kube-proxies", len(nodes)), []string{runtime.ComponentKubeProxy}},
 	} {
 		var refs []runtime.Ref
 		for _, comp := range group.component {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -131,7 +133,7 @@ func TestDockerCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := 3*5 + 1 + 3; len(infos) != want {
+	if want := 3*6 + 1 + 3*2; len(infos) != want {
 		t.Errorf("components = %d, want %d: %v", len(infos), want, infos)
 	}
 	for _, ci := range infos {
@@ -144,7 +146,7 @@ func TestDockerCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{"klab-" + name + "-master-1-etcd", "klab-" + name + "-master-3-kube-apiserver", "klab-" + name + "-worker-2-kubelet", "klab-" + name + "-lb-lb", "klab-" + name + "-worker-1"} {
+		for _, want := range []string{"klab-" + name + "-master-1-etcd", "klab-" + name + "-master-3-kube-apiserver", "klab-" + name + "-worker-2-kubelet", "klab-" + name + "-worker-2-kube-proxy", "klab-" + name + "-lb-lb", "klab-" + name + "-worker-1"} {
 			if !strings.Contains(string(out), want+"\n") {
 				t.Errorf("docker ps does not show %s:\n%s", want, out)
 			}
@@ -185,6 +187,59 @@ func TestDockerCluster(t *testing.T) {
 				t.Errorf("pod %s at %s answered %q, not naming itself", p.Name, p.Status.PodIP, body)
 			}
 		}
+	})
+
+	t.Run("a NodePort Service answers through every mode's kube-proxy", func(t *testing.T) {
+		f.t = t
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "web"},
+			Spec: corev1.ServiceSpec{
+				Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": "web"},
+				Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}},
+			},
+		}
+		if _, err := f.client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		klab := func(args ...string) string {
+			t.Helper()
+			cmd := exec.CommandContext(ctx, bin, args...)
+			cmd.Env = append(os.Environ(), "KLAB_HOME="+home, "KLAB_LANG=en")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("klab %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+			return string(out)
+		}
+		traffic := func(mode string) {
+			t.Helper()
+			var r struct {
+				Failed int `json:"failed"`
+				Pods   []struct {
+					Pod   string `json:"pod"`
+					Count int    `json:"count"`
+				} `json:"pods"`
+				Modes map[string]int `json:"modes"`
+			}
+			f.eventually(30*time.Second, mode+" traffic reaching the three pods", func() (bool, error) {
+				out := klab("traffic", "svc/web", "--name", name, "--node", "worker-3", "--count", "60", "-o", "json")
+				if err := json.Unmarshal([]byte(out), &r); err != nil {
+					return false, fmt.Errorf("%v: %s", err, out)
+				}
+				return r.Failed == 0 && len(r.Pods) == 3 && r.Modes[mode] == 60, fmt.Errorf("%s", out)
+			})
+		}
+		traffic("iptables")
+		out := klab("proxy", "mode", "ipvs", "--name", name)
+		if !strings.Contains(out, "iptables → ipvs") {
+			t.Errorf("klab proxy mode ipvs printed:\n%s", out)
+		}
+		traffic("ipvs")
+		if rules := klab("proxy", "rules", "worker-1", "--name", name); !strings.Contains(rules, "Prot LocalAddress:Port Scheduler Flags") || strings.Count(rules, "  -> ") < 3 {
+			t.Errorf("ipvs rules of worker-1:\n%s", rules)
+		}
+		klab("proxy", "mode", "iptables", "--name", name)
+		traffic("iptables")
 	})
 
 	t.Run("an image that is not present backs off", func(t *testing.T) {

@@ -82,10 +82,10 @@ func TestClusterEndToEnd(t *testing.T) {
 		}
 	}()
 	// nodes, etcd, leader, LB node, PKI, API servers, LB, kubeconfig,
-	// schedulers and controller managers, kubelets, nodes Ready,
-	// cluster.json.
-	if done != 12 || failed != 0 {
-		t.Errorf("steps done/failed = %d/%d, want 12/0", done, failed)
+	// schedulers and controller managers, kubelets, kube-proxies, nodes
+	// Ready, cluster.json.
+	if done != 13 || failed != 0 {
+		t.Errorf("steps done/failed = %d/%d, want 13/0", done, failed)
 	}
 
 	// cluster.json describes the cluster as it runs.

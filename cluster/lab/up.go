@@ -260,6 +260,17 @@ func Up(ctx context.Context, spec Spec, opts Options) (_ *Cluster, err error) {
 	for _, w := range workers {
 		c.topo = append(c.topo, nodeComponents{Node: w.Name, Components: []string{runtime.ComponentKubelet}})
 	}
+	all := append(append([]runtime.Node(nil), nodes...), workers...)
+	if err := p.step(i18n.M("up.step.kube-proxies", len(all)), func() error {
+		return c.startKubeProxies(ctx, certs, hostServer, server, all)
+	}); err != nil {
+		return nil, err
+	}
+	for i := range c.topo {
+		if c.topo[i].Node != runtime.RoleLB {
+			c.topo[i].Components = append(c.topo[i].Components, runtime.ComponentKubeProxy)
+		}
+	}
 	nodesReadyTimeout := opts.NodesReadyTimeout
 	if nodesReadyTimeout == 0 {
 		nodesReadyTimeout = DefaultNodesReadyTimeout

@@ -160,6 +160,8 @@ type ComponentSpec struct {
 	ControllerManager *ControllerManagerSpec
 	// Kubelet runs a kubelet and, in the local runtime, its pods.
 	Kubelet *KubeletSpec
+	// KubeProxy runs a kube-proxy.
+	KubeProxy *KubeProxySpec
 }
 
 // ClientSpec is what every client of the API server needs: where it is,
@@ -208,6 +210,18 @@ type KubeletSpec struct {
 	// StaticPods are the node's control-plane components, shown as mirror
 	// pods in kube-system.
 	StaticPods []StaticPodSpec `json:"staticPods,omitempty"`
+}
+
+// KubeProxySpec describes a kube-proxy.
+type KubeProxySpec struct {
+	ClientSpec
+	// Listen is host:port of its HTTP endpoint: health, status, the rules
+	// it programs, and the lab's way into the node's data path (CONNECT).
+	Listen string `json:"listen"`
+	// NodeIP is the node's address; NodePorts are opened on it.
+	NodeIP string `json:"nodeIP"`
+	// PodCIDR is the node's pod range: traffic from it is local.
+	PodCIDR string `json:"podCIDR"`
 }
 
 // StaticPodSpec is a control-plane component a kubelet reports as a mirror

@@ -39,6 +39,7 @@ func newComponentCmd() *cobra.Command {
 		newComponentSchedulerCmd(),
 		newComponentControllerManagerCmd(),
 		newComponentKubeletCmd(),
+		newComponentKubeProxyCmd(),
 		newComponentPauseCmd(),
 		newComponentAppCmd(),
 	)

@@ -128,6 +128,17 @@ func newComponentKubeletCmd() *cobra.Command {
 	}.command()
 }
 
+func newComponentKubeProxyCmd() *cobra.Command {
+	return specCommand[runtime.KubeProxySpec]{
+		name:     runtime.ComponentKubeProxy,
+		short:    i18n.T("component.kube-proxy.short"),
+		required: []string{"apiServer", "pkiDir", "listen", "nodeIP"},
+		start: func(ctx context.Context, node string, spec runtime.KubeProxySpec, logger *slog.Logger) (components.Process, func(), error) {
+			return noRelease(components.KubeProxy(ctx, node, spec, nil, logger))
+		},
+	}.command()
+}
+
 // newPodRuntime gives `klab component kubelet` the container runtime its
 // pods run in: Docker's, through the engine's socket that the Docker runtime
 // mounts into kubelet containers only, configured by the KLAB_* variables it

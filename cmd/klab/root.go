@@ -79,6 +79,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newStatusCmd(),
 		newChaosCmd(),
 		newClockCmd(),
+		newProxyCmd(),
+		newTrafficCmd(),
 		newEtcdctlCmd(),
 		newKubectlCmd(),
 		newComponentCmd(),

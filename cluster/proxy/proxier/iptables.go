@@ -107,10 +107,13 @@ func (m *IPTables) Sync(snap *Snapshot) SyncResult {
 		m.writeServiceRules(filter, nat, svc, categorize(svc, snap.Endpoints[name]), large)
 	}
 
-	// The NodePort dispatch must be the last rule of KUBE-SERVICES.
+	// The NodePort dispatch must be the last rule of KUBE-SERVICES. With
+	// upstream's default localhostNodePorts: true it matches every local
+	// address, loopback included (only localhostNodePorts: false adds
+	// "! -d 127.0.0.0/8").
 	nat.appendRule(kubeServicesChain, newRule().
 		comment("kubernetes service nodeports; NOTE: this must be the last rule in this chain").
-		addrTypeDstLocal().notDestination(loopbackNet).
+		addrTypeDstLocal().
 		jumpChain(kubeNodePortsChain))
 	filter.appendRule(kubeForwardChain, newRule().conntrack("INVALID").verdict(targetDrop, "DROP"))
 	filter.appendRule(kubeForwardChain, newRule().comment("kubernetes forwarding rules").

@@ -182,10 +182,6 @@ func (r *ipRule) destination(a netip.Addr) *ipRule {
 	return r.dstAddr(a.String(), netip.PrefixFrom(a, 32), false)
 }
 
-func (r *ipRule) notDestination(p netip.Prefix) *ipRule {
-	return r.dstAddr(p.String(), p, true)
-}
-
 func (r *ipRule) source(a netip.Addr) *ipRule {
 	r.src = newAddrMatch(netip.PrefixFrom(a, 32), false)
 	return r.add("-s", a.String())

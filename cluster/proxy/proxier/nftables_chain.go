@@ -77,6 +77,16 @@ type nftEval struct {
 	proto              string
 	dport              uint16
 	srcLocal, dstLocal bool
+	// nodeIP is this node's primary address.
+	nodeIP netip.Addr
+}
+
+// loopback reports whether the packet is addressed to the loopback network
+// (the rules written "ip daddr != 127.0.0.0/8"). The node's own primary
+// address never is: in klab's local runtime a node's address is a loopback
+// alias (127.A.B.x) standing in for the address of a real interface.
+func (e *nftEval) loopback() bool {
+	return loopbackNet.Contains(e.dst) && e.dst != e.nodeIP
 }
 
 // nftResult is a terminal verdict: DNAT (with the endpoint), reject or drop.
@@ -111,7 +121,7 @@ func (e *nftEval) run(c *nftChain) (nftResult, bool) {
 				return e.verdict(v)
 			}
 		case nftRuleServiceNodePorts:
-			if e.dstLocal && !loopbackNet.Contains(e.dst) {
+			if e.dstLocal && !e.loopback() {
 				if v, ok := e.state.serviceNodePorts[nftPortKey{e.proto, e.dport}]; ok {
 					return e.verdict(v)
 				}
@@ -121,7 +131,7 @@ func (e *nftEval) run(c *nftChain) (nftResult, bool) {
 				return e.verdict(v)
 			}
 		case nftRuleNoEndpointNodePorts:
-			if !loopbackNet.Contains(e.dst) {
+			if !e.loopback() {
 				if v, ok := e.state.noEndpointNodePorts[nftPortKey{e.proto, e.dport}]; ok {
 					return e.verdict(v)
 				}
@@ -187,7 +197,7 @@ func (m *NFTables) Pick(svc ServicePortName, clientIP string, via EntryKind, rng
 		return Endpoint{}, pickError(svc, ErrServiceNotFound)
 	}
 	e := &nftEval{state: m.state, now: m.cfg.Now(), rng: rng, cidr: m.cfg.ClusterCIDR,
-		src: src, dst: info.ClusterIP, proto: svc.protocol(), dport: uint16(info.Port)}
+		src: src, dst: info.ClusterIP, proto: svc.protocol(), dport: uint16(info.Port), nodeIP: m.cfg.NodeIP}
 	e.srcLocal = src == m.cfg.NodeIP || src.IsLoopback()
 	filterHook := "filter-forward"
 	if via == ViaNodePort {

@@ -150,7 +150,7 @@ type componentRun struct {
 // the runtime's paths in place of the host's.
 func commandFor(spec runtime.ComponentSpec, nodeCIDR string) (componentRun, error) {
 	set := 0
-	for _, present := range []bool{spec.Etcd != nil, spec.APIServer != nil, spec.LB != nil, spec.Scheduler != nil, spec.ControllerManager != nil, spec.Kubelet != nil} {
+	for _, present := range []bool{spec.Etcd != nil, spec.APIServer != nil, spec.LB != nil, spec.Scheduler != nil, spec.ControllerManager != nil, spec.Kubelet != nil, spec.KubeProxy != nil} {
 		if present {
 			set++
 		}
@@ -198,6 +198,13 @@ func commandFor(spec runtime.ComponentSpec, nodeCIDR string) (componentRun, erro
 			s.PodCIDR = nodeCIDR
 		}
 		run, err = withSpec(runtime.ComponentKubelet, s)
+	case spec.KubeProxy != nil:
+		s := *spec.KubeProxy
+		pki, s.PKIDir = s.PKIDir, pkiInContainer
+		if nodeCIDR != "" {
+			s.PodCIDR = nodeCIDR
+		}
+		run, err = withSpec(runtime.ComponentKubeProxy, s)
 	}
 	if err != nil {
 		return componentRun{}, err

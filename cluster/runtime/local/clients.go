@@ -89,3 +89,12 @@ func (r *Runtime) startKubelet(ctx context.Context, ref runtime.Ref, spec runtim
 		return components.Kubelet(ctx, ref.Node, spec, pods, dial, logger)
 	})
 }
+
+// startKubeProxy runs a kube-proxy. Its connections to the endpoints it
+// proxies to go through the gate as well, so a paused or killed kube-proxy
+// stops forwarding as a frozen or dead process would.
+func (r *Runtime) startKubeProxy(ctx context.Context, ref runtime.Ref, spec runtime.KubeProxySpec, logger *slog.Logger) (process, error) {
+	return r.startBehindGate(ref.Node, nil, func(dial components.DialFunc) (components.Process, error) {
+		return components.KubeProxy(ctx, ref.Node, spec, dial, logger)
+	})
+}

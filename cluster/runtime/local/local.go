@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -95,7 +96,22 @@ func (r *Runtime) CreateNode(ctx context.Context, spec runtime.NodeSpec) (runtim
 		if err := checkPortsFree(host, spec.Reuse.Ports); err != nil {
 			return runtime.Node{}, fmt.Errorf("create node %s: %w", spec.Name, err)
 		}
-		node.Ports = spec.Reuse.Ports
+		node.Ports = maps.Clone(spec.Reuse.Ports)
+		// A port the previous run did not have (a component added since)
+		// is allocated as for a new node.
+		var missing []runtime.Port
+		for _, p := range spec.Ports {
+			if _, ok := node.Ports[p.Name]; !ok {
+				missing = append(missing, p)
+			}
+		}
+		if len(missing) > 0 {
+			extra, err := allocatePorts(host, missing)
+			if err != nil {
+				return runtime.Node{}, fmt.Errorf("create node %s: %w", spec.Name, err)
+			}
+			maps.Copy(node.Ports, extra)
+		}
 	} else if node.Ports, err = allocatePorts(host, spec.Ports); err != nil {
 		return runtime.Node{}, fmt.Errorf("create node %s: %w", spec.Name, err)
 	}
@@ -135,7 +151,7 @@ func (r *Runtime) nodeAt(addr string) (string, bool) {
 
 // CreateComponent registers a component on a created node.
 func (r *Runtime) CreateComponent(ctx context.Context, spec runtime.ComponentSpec) error {
-	if spec.Etcd == nil && spec.APIServer == nil && spec.LB == nil && spec.Scheduler == nil && spec.ControllerManager == nil && spec.Kubelet == nil {
+	if spec.Etcd == nil && spec.APIServer == nil && spec.LB == nil && spec.Scheduler == nil && spec.ControllerManager == nil && spec.Kubelet == nil && spec.KubeProxy == nil {
 		return fmt.Errorf("create component %s: nothing to run", spec.Ref)
 	}
 	r.mu.Lock()

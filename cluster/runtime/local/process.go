@@ -53,6 +53,8 @@ func (r *Runtime) startProcess(ctx context.Context, spec runtime.ComponentSpec, 
 		return r.startControllerManager(ctx, spec.Ref, *spec.ControllerManager, logger)
 	case spec.Kubelet != nil:
 		return r.startKubelet(ctx, spec.Ref, *spec.Kubelet, logger)
+	case spec.KubeProxy != nil:
+		return r.startKubeProxy(ctx, spec.Ref, *spec.KubeProxy, logger)
 	}
 	return nil, fmt.Errorf("component %s has nothing to run", spec.Ref)
 }

@@ -1,0 +1,176 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Status is the proxy's state, as GET /debug/klab/status serves it.
+type Status struct {
+	Node string `json:"node"`
+	// Mode is the running mode; IPVSScheduler the configured ipvs
+	// scheduler (used in ipvs mode).
+	Mode          string `json:"mode"`
+	IPVSScheduler string `json:"ipvsScheduler"`
+	// ConfigSource is "configmap" when the running settings come from
+	// kube-system/kube-proxy, "default" when there is none (or the first
+	// one read was invalid). ConfigError is why the ConfigMap's current
+	// content is not in force; empty if it is.
+	ConfigSource string `json:"configSource"`
+	ConfigError  string `json:"configError"`
+	// ModeSince is when the running mode was built.
+	ModeSince time.Time `json:"modeSince"`
+	// ServicePorts and Endpoints count what the last sync saw; Rules is
+	// how many rules it programmed.
+	ServicePorts int      `json:"servicePorts"`
+	Endpoints    int      `json:"endpoints"`
+	Rules        int      `json:"rules"`
+	LastSync     SyncInfo `json:"lastSync"`
+	Syncs        uint64   `json:"syncs"`
+	// MinSyncPeriod and SyncPeriod are the lab's values: the configured
+	// ones divided by the speed.
+	MinSyncPeriod time.Duration `json:"minSyncPeriodNs"`
+	SyncPeriod    time.Duration `json:"syncPeriodNs"`
+	// NodePorts lists the NodePorts listening now; NodePortErrors says why
+	// the others cannot.
+	NodePorts      []int          `json:"nodePorts"`
+	NodePortErrors map[int]string `json:"nodePortErrors"`
+	Connections    ConnectionInfo `json:"connections"`
+}
+
+// SyncInfo describes one sync.
+type SyncInfo struct {
+	At       time.Time     `json:"at"`
+	Duration time.Duration `json:"durationNs"`
+	Rules    int           `json:"rules"`
+}
+
+// ConnectionInfo counts the connections through the data path since the
+// start: Failed reached no endpoint; Retried needed more than one dial
+// (userspace only).
+type ConnectionInfo struct {
+	Total   uint64 `json:"total"`
+	Failed  uint64 `json:"failed"`
+	Retried uint64 `json:"retried"`
+}
+
+// Status returns the proxy's state.
+func (p *Proxy) Status() Status {
+	p.statusMu.Lock()
+	st := p.state
+	p.statusMu.Unlock()
+	s := Status{
+		Node:          p.cfg.NodeName,
+		IPVSScheduler: st.settings.ipvsScheduler,
+		ConfigSource:  st.configSource,
+		ConfigError:   st.configError,
+		ServicePorts:  st.servicePorts,
+		Endpoints:     st.endpoints,
+		Rules:         st.lastSync.Rules,
+		LastSync:      st.lastSync,
+		Syncs:         st.syncs,
+		Connections: ConnectionInfo{
+			Total:   p.stats.total.Load(),
+			Failed:  p.stats.failed.Load(),
+			Retried: p.stats.retried.Load(),
+		},
+	}
+	if g := p.current(); g != nil {
+		s.Mode, s.ModeSince = g.mode.Name(), g.since
+	}
+	s.MinSyncPeriod, s.SyncPeriod = p.runner.Intervals()
+	s.NodePorts, s.NodePortErrors = p.nodePorts.listening()
+	return s
+}
+
+// Rules writes what the running mode programs, in the format of its tool
+// (iptables-save, ipvsadm -Ln, nft list ruleset).
+func (p *Proxy) Rules(w io.Writer) error {
+	g := p.current()
+	if g == nil {
+		return errors.New("kube-proxy has not started")
+	}
+	return g.mode.Render(w)
+}
+
+// debugMux serves /healthz and /debug/klab.
+func (p *Proxy) debugMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if !p.healthy.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("no sync yet"))
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("GET /debug/klab/status", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, p.Status())
+	})
+	mux.HandleFunc("GET /debug/klab/rules", func(w http.ResponseWriter, r *http.Request) {
+		var buf bytes.Buffer
+		if err := p.Rules(&buf); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write(buf.Bytes())
+	})
+	mux.HandleFunc("GET /debug/klab/events", p.serveEvents)
+	return mux
+}
+
+// serveEvents streams the proxy's events as newline-delimited JSON, one
+// flushed line per event. ?since=N replays the retained events after
+// sequence number N first (all retained ones for 0).
+func (p *Proxy) serveEvents(w http.ResponseWriter, r *http.Request) {
+	since, _ := strconv.ParseUint(r.URL.Query().Get("since"), 10, 64)
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-cache")
+	past, events, cancel := p.hub.subscribe(since)
+	defer cancel()
+	enc := json.NewEncoder(w)
+	send := func(e Event) bool {
+		if err := enc.Encode(e); err != nil {
+			return false
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return true
+	}
+	for _, e := range past {
+		if !send(e) {
+			return
+		}
+	}
+	if flusher != nil {
+		flusher.Flush()
+	}
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-p.ctx.Done():
+			return
+		case e := <-events:
+			if !send(e) {
+				return
+			}
+		}
+	}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

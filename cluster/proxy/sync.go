@@ -1,0 +1,98 @@
+package proxy
+
+import (
+	"net/netip"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/klab-dev/klab/cluster/proxy/proxier"
+)
+
+// current returns the running generation.
+func (p *Proxy) current() *generation {
+	p.modeMu.RLock()
+	defer p.modeMu.RUnlock()
+	return p.gen
+}
+
+// acquire returns the running generation, registered as picking from it;
+// the caller calls selecting.Done once the mode has answered.
+func (p *Proxy) acquire() *generation {
+	p.modeMu.RLock()
+	defer p.modeMu.RUnlock()
+	p.gen.selecting.Add(1)
+	return p.gen
+}
+
+// syncProxyRules is the runner's function, upstream's syncProxyRules: it
+// rebuilds the running mode's state from the informers' caches.
+func (p *Proxy) syncProxyRules() {
+	p.syncMu.Lock()
+	defer p.syncMu.Unlock()
+	if p.ctx.Err() != nil {
+		return
+	}
+	g := p.current()
+	snap := p.buildSnapshot()
+	result := g.mode.Sync(snap)
+	p.afterSync(g, snap, result)
+}
+
+// buildSnapshot lists what the informers hold. The objects are the
+// cache's own: BuildSnapshot only reads them.
+func (p *Proxy) buildSnapshot() *proxier.Snapshot {
+	services, _ := p.serviceLister.List(labels.Everything())
+	slices, _ := p.sliceLister.List(labels.Everything())
+	snap := proxier.BuildSnapshot(p.cfg.NodeName, services, slices)
+	for _, err := range snap.Skipped {
+		p.log.Debug("skipped in snapshot", "err", err)
+	}
+	return snap
+}
+
+// afterSync publishes what a sync of g built: the routes of the data path,
+// the NodePort listeners, the status and a sync event. syncMu is held.
+func (p *Proxy) afterSync(g *generation, snap *proxier.Snapshot, result proxier.SyncResult) {
+	routes := newRouteTable(snap)
+	p.routes.Store(routes)
+	p.nodePorts.reconcile(routes)
+
+	endpoints := 0
+	for _, eps := range snap.Endpoints {
+		endpoints += len(eps)
+	}
+	p.statusMu.Lock()
+	p.state.syncs++
+	p.state.lastSync = SyncInfo{At: time.Now(), Duration: result.Duration, Rules: result.Rules}
+	p.state.servicePorts = len(snap.Services)
+	p.state.endpoints = endpoints
+	p.state.snapshot = snap
+	p.statusMu.Unlock()
+	p.hub.publish(Event{Kind: EventSync, Mode: g.mode.Name(), Duration: result.Duration, Rules: result.Rules})
+}
+
+// routeTable maps the addresses the data path accepts to service ports:
+// ClusterIP:port and NodePort. Only TCP is proxied.
+type routeTable struct {
+	byClusterIP map[netip.AddrPort]proxier.ServicePortName
+	byNodePort  map[int]proxier.ServicePortName
+}
+
+func newRouteTable(snap *proxier.Snapshot) *routeTable {
+	rt := &routeTable{
+		byClusterIP: make(map[netip.AddrPort]proxier.ServicePortName),
+		byNodePort:  make(map[int]proxier.ServicePortName),
+	}
+	for name, info := range snap.Services {
+		if name.Protocol != corev1.ProtocolTCP {
+			continue
+		}
+		rt.byClusterIP[netip.AddrPortFrom(info.ClusterIP, uint16(info.Port))] = name
+		if info.NodePort != 0 {
+			rt.byNodePort[info.NodePort] = name
+		}
+	}
+	return rt
+}
