@@ -76,7 +76,7 @@ func printProxyStatuses(w io.Writer, all []lab.NodeProxy) {
 			mode += " (" + s.IPVSScheduler + ")"
 		}
 		t.add(np.Node, mode, strconv.Itoa(s.ServicePorts), strconv.Itoa(s.Endpoints), strconv.Itoa(s.Rules),
-			formatDuration(s.LastSync.Duration), strconv.FormatUint(s.Syncs, 10),
+			s.LastSync.Duration.Round(time.Microsecond).String(), strconv.FormatUint(s.Syncs, 10),
 			i18n.T("proxy.connections", s.Connections.Total, s.Connections.Failed, s.Connections.Retried))
 	}
 	t.write(w)
