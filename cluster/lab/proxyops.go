@@ -7,7 +7,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,34 +46,31 @@ func adminClient(info *Info) (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
-// proxyNode returns the node called name, or the first worker (the first
-// node when there is none) for "", and where its kube-proxy answers.
+// proxyNode returns the node called name, or for "" the first worker (the
+// first node when there is none), and where its kube-proxy answers.
 func proxyNode(info *Info, name string) (runtime.Node, string, error) {
-	var names []string
-	for _, n := range info.Nodes {
-		names = append(names, n.Name)
-	}
-	var node *runtime.Node
-	for i := range info.Nodes {
-		n := &info.Nodes[i]
-		if n.Name == name || (name == "" && node == nil && n.Role == runtime.RoleWorker) {
-			node = n
-			if name != "" {
-				break
-			}
+	i := slices.IndexFunc(info.Nodes, func(n runtime.Node) bool {
+		if name == "" {
+			return n.Role == runtime.RoleWorker
 		}
+		return n.Name == name
+	})
+	if i < 0 && name == "" && len(info.Nodes) > 0 {
+		i = 0
 	}
-	if node == nil && name == "" && len(info.Nodes) > 0 {
-		node = &info.Nodes[0]
+	if i < 0 {
+		var names []string
+		for _, n := range info.Nodes {
+			names = append(names, n.Name)
+		}
+		return runtime.Node{}, "", i18n.NewError("proxy.err.unknown-node", name, strings.Join(names, ", "))
 	}
-	if node == nil {
-		return runtime.Node{}, "", i18n.NewError("proxy.err.unknown-node", name, fmt.Sprint(names))
-	}
+	node := info.Nodes[i]
 	addr := node.HostAddr("proxy")
 	if addr == "" {
 		return runtime.Node{}, "", i18n.NewError("proxy.err.no-proxy", node.Name, info.Name)
 	}
-	return *node, addr, nil
+	return node, addr, nil
 }
 
 var proxyHTTP = &http.Client{Timeout: 3 * time.Second}
