@@ -18,7 +18,14 @@ type KeyMap struct {
 	Help, Lang, Quit, ForceQuit                key.Binding
 
 	// Views.
-	Overview, Raft key.Binding
+	Overview, Raft, Scheduler, Proxy, Events key.Binding
+
+	// The command line, and what the views offer: a filter, the next
+	// kube-proxy mode, a burst of traffic, scrolling a long pane.
+	Command, Filter, Mode, Traffic, PageUp, PageDown key.Binding
+
+	// The lesson pane: next and previous step, one more hint.
+	NextStep, PrevStep, Hint key.Binding
 
 	// Raft clock.
 	Pause, Step, Slower, Faster key.Binding
@@ -49,8 +56,22 @@ func Default() *KeyMap {
 		Quit:      b([]string{"q"}, "q", "ui.key.quit"),
 		ForceQuit: b([]string{"ctrl+c"}, "ctrl+c", "ui.key.force-quit"),
 
-		Overview: b([]string{"1"}, "1", "ui.view.overview"),
-		Raft:     b([]string{"2"}, "2", "ui.view.raft"),
+		Overview:  b([]string{"1"}, "1", "ui.view.overview"),
+		Raft:      b([]string{"2"}, "2", "ui.view.raft"),
+		Scheduler: b([]string{"3"}, "3", "ui.view.scheduler"),
+		Proxy:     b([]string{"4"}, "4", "ui.view.proxy"),
+		Events:    b([]string{"5"}, "5", "ui.view.events"),
+
+		Command:  b([]string{":"}, ":", "ui.key.command"),
+		Filter:   b([]string{"/"}, "/", "ui.key.filter"),
+		Mode:     b([]string{"m"}, "m", "ui.key.mode"),
+		Traffic:  b([]string{"t"}, "t", "ui.key.traffic"),
+		PageUp:   b([]string{"pgup"}, "pgup", "ui.key.page-up"),
+		PageDown: b([]string{"pgdown"}, "pgdn", "ui.key.page-down"),
+
+		NextStep: b([]string{"n"}, "n", "ui.key.next-step"),
+		PrevStep: b([]string{"N"}, "N", "ui.key.prev-step"),
+		Hint:     b([]string{"i"}, "i", "ui.key.hint"),
 
 		Pause:  b([]string{" "}, "space", "ui.key.pause"),
 		Step:   b([]string{"."}, ".", "ui.key.step"),
