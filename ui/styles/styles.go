@@ -65,6 +65,19 @@ type Styles struct {
 		Node, NodeTitle, Key, Value, Muted lipgloss.Style
 		Healthy, Unhealthy                 lipgloss.Style
 	}
+	// Lesson is the lesson pane.
+	Lesson struct {
+		Title, TitleFocused, Step, StepTitle, Rule, Muted lipgloss.Style
+		DotCurrent, DotDone, Passed, Waiting              lipgloss.Style
+	}
+	// Command is the command line and its output.
+	Command struct {
+		Prompt, Input, Echo, Output, Error, Muted, Completion lipgloss.Style
+	}
+	// List is the lesson list on the home screen.
+	List struct {
+		Item, ItemSelected, Progress, Done, Muted lipgloss.Style
+	}
 }
 
 // DefaultStyles returns klab's styles. Under NO_COLOR, lipgloss renders
@@ -157,6 +170,31 @@ func DefaultStyles() *Styles {
 	s.Overview.Muted = fg(colorMuted)
 	s.Overview.Healthy = fg(colorGood)
 	s.Overview.Unhealthy = fg(colorBad).Bold(true)
+
+	s.Lesson.Title = fg(colorText).Bold(true)
+	s.Lesson.TitleFocused = fg(colorAccent).Bold(true)
+	s.Lesson.Step = fg(colorAccent)
+	s.Lesson.StepTitle = fg(colorText).Bold(true)
+	s.Lesson.Rule = fg(colorSubtle)
+	s.Lesson.Muted = fg(colorMuted)
+	s.Lesson.DotCurrent = fg(colorAccent).Bold(true)
+	s.Lesson.DotDone = fg(colorGood)
+	s.Lesson.Passed = fg(colorGood).Bold(true)
+	s.Lesson.Waiting = fg(colorCandid)
+
+	s.Command.Prompt = fg(colorAccent).Bold(true)
+	s.Command.Input = fg(colorText)
+	s.Command.Echo = fg(colorAccent)
+	s.Command.Output = fg(colorText)
+	s.Command.Error = fg(colorBad)
+	s.Command.Muted = fg(colorMuted)
+	s.Command.Completion = fg(colorMuted)
+
+	s.List.Item = fg(colorText)
+	s.List.ItemSelected = fg(colorAccent).Bold(true)
+	s.List.Progress = fg(colorMuted)
+	s.List.Done = fg(colorGood)
+	s.List.Muted = fg(colorMuted)
 	return s
 }
 

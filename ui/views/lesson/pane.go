@@ -1,0 +1,297 @@
+// Package lesson is the workspace's lesson pane: the lesson's title and
+// where the student is in it, the step's text rendered from Markdown, the
+// commands to try, the hints asked for so far, and, pinned at the bottom
+// so that it never scrolls away, the state of the step's check.
+//
+// The pane draws; it does not judge. The workspace feeds the Evaluator
+// and hands the pane each new verdict.
+package lesson
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/glamour"
+	"github.com/charmbracelet/glamour/ansi"
+	glamourstyles "github.com/charmbracelet/glamour/styles"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+
+	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/lessons"
+	"github.com/klab-dev/klab/ui/common"
+)
+
+// Pane shows one lesson at one step.
+type Pane struct {
+	c             *common.Common
+	width, height int
+
+	lesson *lessons.Lesson
+	step   int
+	// done marks the steps completed, by ID.
+	done    map[string]bool
+	verdict lessons.Verdict
+	// hints is how many of the step's hints are shown.
+	hints int
+	// offset is the first line of the scrolled part shown.
+	offset int
+
+	// body caches the rendered text: glamour takes milliseconds, and the
+	// pane is drawn on every frame.
+	body bodyCache
+}
+
+type bodyCache struct {
+	lang   i18n.Lang
+	step   int
+	width  int
+	hints  int
+	dark   bool
+	colour bool
+	lines  []string
+}
+
+// New returns the pane of l at step index step.
+func New(c *common.Common, l *lessons.Lesson, step int) *Pane {
+	p := &Pane{c: c, lesson: l, done: map[string]bool{}}
+	p.SetStep(step)
+	return p
+}
+
+// Lesson returns the lesson shown.
+func (p *Pane) Lesson() *lessons.Lesson { return p.lesson }
+
+// Index returns the index of the step shown.
+func (p *Pane) Index() int { return p.step }
+
+// Step returns the step shown.
+func (p *Pane) Step() *lessons.Step { return p.lesson.Steps[p.step] }
+
+// Last reports whether the step shown is the lesson's last.
+func (p *Pane) Last() bool { return p.step == len(p.lesson.Steps)-1 }
+
+// SetStep shows step i (clamped), with no hints and its check not judged
+// yet.
+func (p *Pane) SetStep(i int) {
+	p.step = min(max(i, 0), len(p.lesson.Steps)-1)
+	p.hints, p.offset = 0, 0
+	p.verdict = lessons.Verdict{}
+}
+
+// SetVerdict shows the check's latest verdict.
+func (p *Pane) SetVerdict(v lessons.Verdict) {
+	p.verdict = v
+	if v.Passed {
+		p.done[p.Step().ID] = true
+	}
+}
+
+// Verdict returns the verdict shown.
+func (p *Pane) Verdict() lessons.Verdict { return p.verdict }
+
+// SetDone marks a step completed (from saved progress).
+func (p *Pane) SetDone(stepID string) { p.done[stepID] = true }
+
+// Done reports whether the step was completed.
+func (p *Pane) Done(stepID string) bool { return p.done[stepID] }
+
+// HintsLeft returns how many hints are not shown yet.
+func (p *Pane) HintsLeft() int { return len(p.Step().Hints) - p.hints }
+
+// ShowHint shows one more hint and scrolls to it; it reports false when
+// every hint is shown already.
+func (p *Pane) ShowHint() bool {
+	if p.HintsLeft() == 0 {
+		return false
+	}
+	p.hints++
+	p.offset = 1 << 30 // the end, clamped when drawn
+	return true
+}
+
+// Scroll moves the text by delta lines.
+func (p *Pane) Scroll(delta int) {
+	p.offset = max(0, p.offset+delta)
+}
+
+// SetSize sets the cells the pane draws in.
+func (p *Pane) SetSize(width, height int) { p.width, p.height = width, height }
+
+// PageSize is how far a page key scrolls.
+func (p *Pane) PageSize() int { return max(1, p.height-6) }
+
+// Render draws the pane; focused marks it as the pane the keys go to.
+func (p *Pane) Render(focused bool) string {
+	w, h := p.width, p.height
+	if w <= 0 || h <= 0 {
+		return ""
+	}
+	s := p.c.Styles.Lesson
+	inner := max(w-2, 1) // a rule on the right separates the pane from the view
+
+	title := s.Title
+	if focused {
+		title = s.TitleFocused
+	}
+	head := []string{
+		title.Render(common.Fit(p.lesson.Title.String(), inner)),
+		p.stepLine(inner),
+		s.Rule.Render(strings.Repeat("─", inner)),
+	}
+	check := p.checkLines(inner)
+	bodyH := max(h-len(head)-len(check), 0)
+	if bodyH == 0 {
+		// Too short for the text: the check matters most.
+		check = check[:min(len(check), max(h-len(head), 0))]
+	}
+	body := p.bodyLines(inner)
+	p.offset = min(p.offset, max(len(body)-bodyH, 0))
+	shown := body[p.offset:min(p.offset+bodyH, len(body))]
+	lines := append(append(head, shown...), make([]string, bodyH-len(shown))...)
+	lines = append(lines, check...)
+	lines = lines[:min(len(lines), h)]
+	// A scroll mark on the rule's right end says there is more.
+	if more := p.offset+bodyH < len(body); more || p.offset > 0 {
+		mark := "↓"
+		if !more {
+			mark = "↑"
+		} else if p.offset > 0 {
+			mark = "↕"
+		}
+		lines[2] = s.Rule.Render(strings.Repeat("─", max(inner-2, 0))) + " " + s.Muted.Render(mark)
+	}
+	sep := s.Rule.Render("│")
+	for i := range lines {
+		lines[i] = common.Pad(common.Fit(lines[i], inner), inner) + " " + sep
+	}
+	return strings.Join(lines, "\n")
+}
+
+// stepLine says where the student is: step x/y, a dot per step (filled
+// when done), and the step's title.
+func (p *Pane) stepLine(width int) string {
+	s := p.c.Styles.Lesson
+	var dots strings.Builder
+	for i, st := range p.lesson.Steps {
+		switch {
+		case i == p.step:
+			dots.WriteString(s.DotCurrent.Render("◉"))
+		case p.done[st.ID]:
+			dots.WriteString(s.DotDone.Render("●"))
+		default:
+			dots.WriteString(s.Muted.Render("○"))
+		}
+	}
+	pos := s.Step.Render(i18n.T("ui.lesson.step", p.step+1, len(p.lesson.Steps)))
+	line := pos + " " + dots.String() + " " + s.StepTitle.Render(p.Step().Title.String())
+	return common.Fit(line, width)
+}
+
+// checkLines is the pinned block: the check's state and what it is
+// waiting for, and the way on.
+func (p *Pane) checkLines(width int) []string {
+	s := p.c.Styles.Lesson
+	st := p.Step()
+	lines := []string{s.Rule.Render(strings.Repeat("─", width))}
+	if st.Check == nil {
+		return append(lines, s.Muted.Render(common.Fit(i18n.T("ui.lesson.no-check"), width)))
+	}
+	l := i18n.Current()
+	if p.verdict.Passed {
+		next := i18n.T("ui.lesson.next")
+		if p.Last() {
+			next = i18n.T("ui.lesson.finished")
+		}
+		lines = append(lines, s.Passed.Render(common.Fit("✓ "+i18n.T("ui.lesson.passed")+" — "+next, width)))
+	} else {
+		lines = append(lines, s.Waiting.Render(common.Fit("… "+i18n.T("ui.lesson.waiting"), width)))
+	}
+	reasons := p.verdict.Reasons
+	if len(reasons) == 0 && !p.verdict.Passed {
+		reasons = st.Check.Describe()
+	}
+	for i, r := range reasons {
+		if i == 2 {
+			break // the pinned block stays small; the rest is in the text
+		}
+		lines = append(lines, s.Muted.Render(common.Fit("  "+r.In(l), width)))
+	}
+	return lines
+}
+
+// bodyLines is the scrolled part: the step's text, the commands to try
+// and the hints shown.
+func (p *Pane) bodyLines(width int) []string {
+	dark := lipgloss.HasDarkBackground()
+	colour := lipgloss.ColorProfile() != termenv.Ascii
+	c := &p.body
+	if c.lines != nil && c.lang == i18n.Current() && c.step == p.step && c.width == width &&
+		c.hints == p.hints && c.dark == dark && c.colour == colour {
+		return c.lines
+	}
+	st := p.Step()
+	var md strings.Builder
+	md.WriteString(st.Body.String())
+	if len(st.Try) > 0 {
+		fmt.Fprintf(&md, "\n\n**%s**\n\n", i18n.T("ui.lesson.try"))
+		for _, cmd := range st.Try {
+			fmt.Fprintf(&md, "    %s\n", cmd)
+		}
+	}
+	for i := 0; i < p.hints; i++ {
+		fmt.Fprintf(&md, "\n\n> **%s** %s\n", i18n.T("ui.lesson.hint", i+1), oneParagraph(st.Hints[i].String()))
+	}
+	lines := strings.Split(renderMarkdown(md.String(), width, dark, colour), "\n")
+	s := p.c.Styles.Lesson
+	if len(st.Try) > 0 {
+		lines = append(lines, s.Muted.Render(common.Fit(i18n.T("ui.lesson.try-note"), width)))
+	}
+	if left := len(st.Hints) - p.hints; left > 0 {
+		lines = append(lines, s.Muted.Render(common.Fit(i18n.T("ui.lesson.hints-left", left), width)))
+	}
+	*c = bodyCache{lang: i18n.Current(), step: p.step, width: width, hints: p.hints, dark: dark, colour: colour, lines: lines}
+	return lines
+}
+
+// oneParagraph joins a hint's lines so that it stays inside its quote.
+func oneParagraph(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// renderMarkdown renders md for the terminal at width cells. glamour's
+// styles are used without the document's left margin (the pane is narrow;
+// code keeps its indent, which sets commands apart), in ASCII when there
+// is no colour.
+func renderMarkdown(md string, width int, dark, colour bool) string {
+	var cfg ansi.StyleConfig
+	switch {
+	case !colour:
+		cfg = glamourstyles.ASCIIStyleConfig
+		// Without colour, glamour would print ** and ` around words,
+		// which read as Markdown not yet rendered.
+		cfg.Strong.BlockPrefix, cfg.Strong.BlockSuffix = "", ""
+		cfg.Emph.BlockPrefix, cfg.Emph.BlockSuffix = "", ""
+		cfg.Code.BlockPrefix, cfg.Code.BlockSuffix = "", ""
+	case dark:
+		cfg = glamourstyles.DarkStyleConfig
+	default:
+		cfg = glamourstyles.LightStyleConfig
+	}
+	zero := uint(0)
+	cfg.Document.Margin = &zero
+	cfg.Document.BlockPrefix, cfg.Document.BlockSuffix = "", ""
+	r, err := glamour.NewTermRenderer(glamour.WithStyles(cfg), glamour.WithWordWrap(width))
+	if err != nil {
+		return md
+	}
+	out, err := r.Render(md)
+	if err != nil {
+		return md
+	}
+	// glamour pads every line to the wrap width and adds blank lines
+	// around the document; the pane pads itself.
+	lines := strings.Split(strings.Trim(out, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n")
+}
