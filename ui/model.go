@@ -10,7 +10,6 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/klab-dev/klab/assets/i18n"
-	"github.com/klab-dev/klab/cluster/lab"
 	"github.com/klab-dev/klab/ui/common"
 	"github.com/klab-dev/klab/ui/home"
 	"github.com/klab-dev/klab/ui/keys"
@@ -34,12 +33,14 @@ type Model struct {
 	help bool
 	// savePrefs is false in tests, which must not write ui.json.
 	savePrefs bool
+	opts      Options
 }
 
-// NewModel returns the root model with spec as the home screen's
-// defaults. ctx bounds everything the model starts.
-func NewModel(ctx context.Context, c *common.Common, spec lab.Spec, logger *slog.Logger) *Model {
-	return &Model{c: c, ctx: ctx, home: home.New(c, ctx, spec, logger), savePrefs: true}
+// NewModel returns the root model with opts.Spec as the home screen's
+// defaults and opts' lessons. ctx bounds everything the model starts.
+func NewModel(ctx context.Context, c *common.Common, opts Options, logger *slog.Logger) *Model {
+	hopts := home.Options{Lessons: opts.Lessons, Progress: opts.Progress, Lesson: opts.lesson, Step: opts.step}
+	return &Model{c: c, ctx: ctx, home: home.New(c, ctx, opts.Spec, logger, hopts), savePrefs: true, opts: opts}
 }
 
 // Init looks for running clusters.
@@ -87,6 +88,9 @@ func (m *Model) globalKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 		}
 		// A start in progress is undone by Run once the program ends.
 		return tea.Quit, true
+	case m.ws != nil && m.ws.Typing():
+		// The command line takes ? and L as text.
+		return nil, false
 	case m.help:
 		if key.Matches(msg, k.Help) || key.Matches(msg, k.Back) || key.Matches(msg, k.Quit) {
 			m.help = false
@@ -124,7 +128,17 @@ func (m *Model) setLang(l i18n.Lang) tea.Cmd {
 func (m *Model) openWorkspace(l labio.Lab) tea.Cmd {
 	info := l.Info()
 	m.home.Ready()
-	m.ws = workspace.New(m.c, l, labstate.New(info.Name, info.Members))
+	wopts := workspace.Options{
+		Progress:  m.opts.Progress,
+		Run:       m.opts.Run,
+		StartFeed: m.opts.StartFeed,
+		Convert:   m.opts.Convert,
+	}
+	if m.opts.Views != nil {
+		wopts.Views = m.opts.Views(m.c)
+	}
+	wopts.Lesson, wopts.Step = m.home.Lesson()
+	m.ws = workspace.New(m.c, l, labstate.New(info.Name, info.Members), wopts)
 	m.ws.SetSize(m.width, m.height)
 	return m.ws.Start(m.ctx)
 }

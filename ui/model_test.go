@@ -42,7 +42,7 @@ func newModel(t *testing.T) *Model {
 	c := uitest.Setup(t, i18n.English)
 	spec := lab.DefaultSpec()
 	spec.Name, spec.NoFsync = "demo", true
-	m := NewModel(context.Background(), c, spec, slog.New(slog.DiscardHandler))
+	m := NewModel(context.Background(), c, Options{Spec: spec}, slog.New(slog.DiscardHandler))
 	m.savePrefs = false
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 	return m

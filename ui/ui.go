@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -28,8 +29,11 @@ import (
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/lessons"
+	"github.com/klab-dev/klab/ui/cmdline"
 	"github.com/klab-dev/klab/ui/common"
 	"github.com/klab-dev/klab/ui/prefs"
+	"github.com/klab-dev/klab/ui/workspace"
 )
 
 // LogFile is the TUI's log under klab's state dir: the terminal belongs to
@@ -43,6 +47,85 @@ type Options struct {
 	// Out receives what is printed after the TUI ends (where the
 	// cluster's data went).
 	Out io.Writer
+	// Lesson opens a lesson at once: its id, or id/step to begin at a
+	// step (klab --lesson).
+	Lesson string
+	// Lessons are the lessons on the home screen; Run loads the embedded
+	// ones when nil. Progress records the student's steps.
+	Lessons  []*lessons.Lesson
+	Progress *lessons.Progress
+	// Run runs the command line's commands (klab's own CLI).
+	Run cmdline.Runner
+	// StartFeed and Convert feed the lesson's checks.
+	StartFeed func(ctx context.Context, info *lab.Info) workspace.LessonFeed
+	Convert   func(o lab.Observation, members []lab.MemberInfo) []lessons.Observation
+	// Views builds the views with feeds of their own for a workspace.
+	Views func(c *common.Common) map[workspace.ViewID]workspace.LiveView
+
+	// lesson and step are Lesson resolved.
+	lesson *lessons.Lesson
+	step   int
+}
+
+// ResolveLesson finds the lesson (and step) that --lesson names among
+// ls: "id" or "id/step".
+func ResolveLesson(ls []*lessons.Lesson, ref string) (*lessons.Lesson, int, error) {
+	id, stepID, _ := strings.Cut(ref, "/")
+	var ids []string
+	for _, l := range ls {
+		ids = append(ids, l.ID)
+		if l.ID != id {
+			continue
+		}
+		if stepID == "" {
+			return l, -1, nil
+		}
+		var steps []string
+		for i, st := range l.Steps {
+			if st.ID == stepID {
+				return l, i, nil
+			}
+			steps = append(steps, st.ID)
+		}
+		return nil, 0, i18n.NewError("ui.err.unknown-step", id, stepID, strings.Join(steps, ", "))
+	}
+	return nil, 0, i18n.NewError("ui.err.unknown-lesson", id, strings.Join(ids, ", "))
+}
+
+// prepare loads the lessons and the progress, and resolves --lesson.
+func (o *Options) prepare() error {
+	if o.Lessons == nil {
+		ls, err := lessons.Embedded()
+		if err != nil {
+			return err
+		}
+		o.Lessons = ls
+	}
+	if o.Progress == nil {
+		if home, err := lab.Home(); err == nil {
+			// Progress that cannot be read is not worth refusing to run:
+			// the lessons work without it.
+			o.Progress, _ = lessons.OpenProgress(filepath.Join(home, lessons.ProgressFile))
+		}
+	}
+	if o.Lesson == "" {
+		return nil
+	}
+	l, step, err := ResolveLesson(o.Lessons, o.Lesson)
+	if err != nil {
+		return err
+	}
+	o.lesson, o.step = l, step
+	if step < 0 {
+		// The lesson's own place: where the student left it.
+		o.step = 0
+		if o.Progress != nil {
+			if _, i := l.Step(o.Progress.Current(l.ID)); i >= 0 {
+				o.step = i
+			}
+		}
+	}
+	return nil
 }
 
 // closeTimeout bounds the clean stop of a cluster left running when the
@@ -53,6 +136,9 @@ const closeTimeout = 30 * time.Second
 // this process and is stopped (its data kept, unless the user chose to
 // remove it) before Run returns.
 func Run(ctx context.Context, opts Options) error {
+	if err := opts.prepare(); err != nil {
+		return err
+	}
 	i18n.SetLang(prefs.Language(prefs.Load()))
 	logger, closeLog := openLog()
 	defer closeLog()
@@ -63,7 +149,7 @@ func Run(ctx context.Context, opts Options) error {
 	// input: asking later would swallow the answer as key presses.
 	lipgloss.HasDarkBackground()
 
-	m := NewModel(ctx, common.New(), opts.Spec, logger)
+	m := NewModel(ctx, common.New(), opts, logger)
 	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx))
 	_, runErr := p.Run()
 	if errors.Is(runErr, tea.ErrProgramKilled) && ctx.Err() != nil {

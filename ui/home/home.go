@@ -17,20 +17,28 @@ import (
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/lessons"
 	"github.com/klab-dev/klab/ui/common"
 	"github.com/klab-dev/klab/ui/labio"
 )
 
-// Rows of the form, in screen order.
+// Kinds of row, in screen order: the language, the lessons (free play
+// first), the cluster's settings, the start, the running clusters.
 const (
 	rowLang = iota
+	rowLesson
 	rowMasters
 	rowWorkers
 	rowSpeed
 	rowRuntime
 	rowName
-	rowStart // then one row per running cluster
+	rowStart
+	rowRunning
 )
+
+// row is one row of the form: its kind, and which lesson or running
+// cluster it is (for lessons, 0 is free play).
+type row struct{ kind, index int }
 
 // Choices offered for the cluster's shape. The defaults given on the
 // command line join them when they are not among them.
@@ -60,6 +68,18 @@ type Model struct {
 	name    textinput.Model
 	running []labio.Running
 
+	lessons  []*lessons.Lesson
+	progress *lessons.Progress
+	// lesson is the lesson chosen, nil for free play; step is where it
+	// opens.
+	lesson *lessons.Lesson
+	step   int
+	// autostart starts the chosen lesson when the screen opens (klab
+	// --lesson).
+	autostart bool
+	// docker is the Docker engine's state, once probed.
+	docker *labio.DockerMsg
+
 	// starting is set from Start until the cluster is ready or failed.
 	starting *labio.Starting
 	steps    []step
@@ -73,9 +93,21 @@ type step struct {
 	done bool
 }
 
+// Options are the home screen's lessons.
+type Options struct {
+	// Lessons are the lessons listed, in order.
+	Lessons []*lessons.Lesson
+	// Progress says which steps are done; nil shows none.
+	Progress *lessons.Progress
+	// Lesson, when set, is chosen and started at once, at Step (klab
+	// --lesson id[/step]).
+	Lesson *lessons.Lesson
+	Step   int
+}
+
 // New returns the home screen with spec (from the command line's flags) as
 // its defaults. ctx bounds a start; logger receives the cluster's log.
-func New(c *common.Common, ctx context.Context, spec lab.Spec, logger *slog.Logger) *Model {
+func New(c *common.Common, ctx context.Context, spec lab.Spec, logger *slog.Logger, opts Options) *Model {
 	ti := textinput.New()
 	ti.Prompt = ""
 	ti.CharLimit = 63
@@ -83,15 +115,93 @@ func New(c *common.Common, ctx context.Context, spec lab.Spec, logger *slog.Logg
 	// A blinking cursor would redraw the screen twice a second for
 	// nothing.
 	ti.Cursor.SetMode(cursor.CursorStatic)
-	return &Model{
+	m := &Model{
 		c: c, ctx: ctx, logger: logger,
-		cursor:  rowStart,
-		masters: withChoice(masterChoices, spec.Masters),
-		workers: withChoice(workerChoices, spec.Workers),
-		speeds:  withChoice(speedChoices, spec.Speed),
-		spec:    spec,
-		name:    ti,
+		masters:  withChoice(masterChoices, spec.Masters),
+		workers:  withChoice(workerChoices, spec.Workers),
+		speeds:   withChoice(speedChoices, spec.Speed),
+		spec:     spec,
+		name:     ti,
+		lessons:  opts.Lessons,
+		progress: opts.Progress,
 	}
+	m.cursor = m.rowIndex(row{rowStart, 0})
+	if opts.Lesson != nil {
+		m.choose(opts.Lesson)
+		m.step, m.autostart = opts.Step, true
+	} else if len(m.lessons) > 0 {
+		// The first lesson not finished is where a student goes on.
+		m.cursor = m.rowIndex(row{rowLesson, 1})
+		for i, l := range m.lessons {
+			if done, total := m.completed(l); done < total {
+				m.cursor = m.rowIndex(row{rowLesson, i + 1})
+				break
+			}
+		}
+	}
+	return m
+}
+
+// rowList lists the form's rows in screen order.
+func (m *Model) rowList() []row {
+	out := []row{{rowLang, 0}}
+	if len(m.lessons) > 0 {
+		for i := 0; i <= len(m.lessons); i++ {
+			out = append(out, row{rowLesson, i})
+		}
+	}
+	for k := rowMasters; k <= rowStart; k++ {
+		out = append(out, row{k, 0})
+	}
+	for i := range m.running {
+		out = append(out, row{rowRunning, i})
+	}
+	return out
+}
+
+// rowIndex returns the position of r in the form.
+func (m *Model) rowIndex(r row) int {
+	return max(slices.Index(m.rowList(), r), 0)
+}
+
+// at returns the row under the cursor.
+func (m *Model) at() row {
+	rows := m.rowList()
+	return rows[min(m.cursor, len(rows)-1)]
+}
+
+// choose picks a lesson (nil for free play) and gives the form its shape.
+func (m *Model) choose(l *lessons.Lesson) {
+	m.lesson, m.step = l, 0
+	if l == nil {
+		return
+	}
+	m.spec.Masters, m.spec.Workers = l.Cluster.Masters, l.Cluster.Workers
+	if l.Cluster.Speed > 0 {
+		m.spec.Speed = l.Cluster.Speed
+	}
+	m.masters = withChoice(m.masters, m.spec.Masters)
+	m.workers = withChoice(m.workers, m.spec.Workers)
+	m.speeds = withChoice(m.speeds, m.spec.Speed)
+	if m.progress != nil {
+		if cur := m.progress.Current(l.ID); cur != "" {
+			if _, i := l.Step(cur); i >= 0 {
+				m.step = i
+			}
+		}
+	}
+}
+
+// Lesson returns the lesson chosen and the step it opens at; nil is free
+// play.
+func (m *Model) Lesson() (*lessons.Lesson, int) { return m.lesson, m.step }
+
+// completed returns how many of l's steps are done.
+func (m *Model) completed(l *lessons.Lesson) (done, total int) {
+	if m.progress == nil {
+		return 0, len(l.Steps)
+	}
+	return m.progress.Completed(l)
 }
 
 func withChoice[T int | float64](choices []T, v T) []T {
@@ -103,8 +213,16 @@ func withChoice[T int | float64](choices []T, v T) []T {
 	return out
 }
 
-// Init looks for running clusters.
-func (m *Model) Init() tea.Cmd { return labio.ScanRunning() }
+// Init looks for running clusters and asks Docker how it is; with a
+// lesson given on the command line, it starts its cluster at once.
+func (m *Model) Init() tea.Cmd {
+	cmds := []tea.Cmd{labio.ScanRunning(), labio.ProbeDocker()}
+	if m.autostart {
+		m.autostart = false
+		cmds = append(cmds, m.start())
+	}
+	return tea.Batch(cmds...)
+}
 
 // SetSize sets the screen's size.
 func (m *Model) SetSize(width, height int) { m.width, m.height = width, height }
@@ -123,17 +241,20 @@ func (m *Model) Spec() lab.Spec {
 	return s
 }
 
-func (m *Model) rows() int { return rowStart + 1 + len(m.running) }
+func (m *Model) rows() int { return len(m.rowList()) }
 
-func (m *Model) editingName() bool { return m.cursor == rowName && !m.Starting() && m.err == nil }
+func (m *Model) editingName() bool { return m.at().kind == rowName && !m.Starting() && m.err == nil }
 
 // Update handles keys and the start's progress.
 func (m *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
 	k := m.c.Keys
 	switch msg := msg.(type) {
 	case labio.RunningMsg:
+		cur := m.at()
 		m.running = msg.Clusters
-		m.cursor = min(m.cursor, m.rows()-1)
+		m.cursor = min(m.rowIndex(cur), m.rows()-1)
+	case labio.DockerMsg:
+		m.docker = &msg
 	case labio.StepMsg:
 		m.addStep(msg.Event)
 		return m, m.starting.Next()
@@ -163,27 +284,37 @@ func (m *Model) updateForm(msg tea.KeyMsg) (*Model, tea.Cmd) {
 	case key.Matches(msg, k.Down), key.Matches(msg, k.Focus):
 		m.move(1)
 	case key.Matches(msg, k.Left):
-		if m.cursor != rowName {
+		if m.at().kind != rowName {
 			return m, m.change(-1)
 		}
 	case key.Matches(msg, k.Right):
-		if m.cursor != rowName {
+		if m.at().kind != rowName {
 			return m, m.change(1)
 		}
 	case key.Matches(msg, k.Select):
-		switch {
-		case m.cursor == rowStart:
+		switch r := m.at(); r.kind {
+		case rowStart:
 			return m, m.start()
-		case m.cursor > rowStart:
-			r := m.running[m.cursor-rowStart-1]
-			m.pending = r.Name
-			return m, labio.Attach(r.Name)
+		case rowRunning:
+			c := m.running[r.index]
+			m.pending = c.Name
+			return m, labio.Attach(c.Name)
+		case rowLesson:
+			if r.index == 0 {
+				// Free play: the shape is the student's to set.
+				m.choose(nil)
+				m.cursor = m.rowIndex(row{rowMasters, 0})
+				m.name.Blur()
+				return m, nil
+			}
+			m.choose(m.lessons[r.index-1])
+			return m, m.start()
 		default:
 			m.move(1)
 		}
 		return m, nil
 	}
-	if m.cursor == rowName {
+	if m.at().kind == rowName {
 		// Only what a cluster name may hold gets typed; the rest are
 		// keys of the screen.
 		if msg.Type == tea.KeyRunes && !validNameRunes(msg.Runes) {
@@ -207,7 +338,7 @@ func validNameRunes(rs []rune) bool {
 
 func (m *Model) move(d int) {
 	m.cursor = (m.cursor + d + m.rows()) % m.rows()
-	if m.cursor == rowName {
+	if m.at().kind == rowName {
 		m.name.Focus()
 		m.name.CursorEnd()
 	} else {
@@ -218,7 +349,7 @@ func (m *Model) move(d int) {
 // change moves the focused setting to its previous or next choice.
 func (m *Model) change(d int) tea.Cmd {
 	step := func(n, i int) int { return (i + d + n) % n }
-	switch m.cursor {
+	switch m.at().kind {
 	case rowLang:
 		langs := i18n.Langs
 		i := slices.Index(langs, i18n.Current())
@@ -274,10 +405,11 @@ func (m *Model) ShortHelp() []key.Binding {
 		return []key.Binding{k.Back, k.ForceQuit}
 	}
 	out := []key.Binding{k.Up, k.Down}
-	if m.cursor < rowName {
+	kind := m.at().kind
+	if kind < rowName && kind != rowLesson {
 		out = append(out, k.Left)
 	}
-	if m.cursor >= rowStart {
+	if kind >= rowStart || kind == rowLesson {
 		out = append(out, k.Select)
 	}
 	out = append(out, k.Lang, k.Help)

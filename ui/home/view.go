@@ -24,8 +24,10 @@ func (m *Model) View() string {
 	s := m.c.Styles
 	w := min(m.width-4, formWidth)
 	lines := []string{s.Home.Logo.Render("klab")}
-	for _, l := range common.Pack(strings.Fields(i18n.T("ui.home.tagline")), w, " ") {
-		lines = append(lines, s.Home.Tagline.Render(l))
+	if m.height >= 30 {
+		for _, l := range common.Pack(strings.Fields(i18n.T("ui.home.tagline")), w, " ") {
+			lines = append(lines, s.Home.Tagline.Render(l))
+		}
 	}
 	lines = append(lines, "")
 	if m.starting != nil || len(m.steps) > 0 || m.pending != "" || m.err != nil {
@@ -50,27 +52,59 @@ func indent(s string, n int) string {
 	return strings.Join(ls, "\n")
 }
 
-// formLines draws the settings, the hint for the focused one, and the
-// actions.
+// formLines draws the settings, the lessons, the hint for the focused
+// row, and the actions.
 func (m *Model) formLines(w int) []string {
 	s := m.c.Styles
 	labelW := 0
-	labels := []string{"ui.home.lang", "ui.home.masters", "ui.home.workers", "ui.home.speed", "ui.home.runtime", "ui.home.name"}
+	labels := map[int]string{rowLang: "ui.home.lang", rowMasters: "ui.home.masters", rowWorkers: "ui.home.workers", rowSpeed: "ui.home.speed", rowRuntime: "ui.home.runtime", rowName: "ui.home.name"}
 	for _, l := range labels {
 		labelW = max(labelW, lipgloss.Width(i18n.T(l)))
 	}
 	labelW += 2
-	values := []string{
-		langWord(i18n.Current()),
-		fmt.Sprint(m.spec.Masters),
-		fmt.Sprint(m.spec.Workers),
-		speedWord(m.spec.Speed),
-		m.spec.Runtime,
+	values := map[int]string{
+		rowLang:    langWord(i18n.Current()),
+		rowMasters: fmt.Sprint(m.spec.Masters),
+		rowWorkers: fmt.Sprint(m.spec.Workers),
+		rowSpeed:   speedWord(m.spec.Speed),
+		rowRuntime: m.spec.Runtime,
+	}
+	action := func(focused bool, text string) string {
+		if focused {
+			return s.Home.ActionFocused.Render(common.Fit("▸ "+text, w))
+		}
+		return s.Home.Action.Render(common.Fit("  "+text, w))
 	}
 	var lines []string
-	for row, l := range labels {
-		focused := row == m.cursor
-		label := common.Pad(i18n.T(l), labelW)
+	cur := m.at()
+	for i, r := range m.rowList() {
+		focused := i == m.cursor
+		switch r.kind {
+		case rowLesson:
+			if r.index == 0 {
+				lines = append(lines, "", s.Home.Section.Render(i18n.T("ui.home.lessons")))
+			}
+			lines = append(lines, m.lessonLine(r.index, focused, w))
+			if r.index == len(m.lessons) {
+				lines = append(lines, "")
+			}
+			continue
+		case rowStart:
+			lines = append(lines, "")
+			for _, hint := range common.Pack(strings.Fields(m.hint(cur)), w-2, " ") {
+				lines = append(lines, "  "+s.Home.Note.Render(hint))
+			}
+			lines = append(lines, "", action(focused, m.startLabel()))
+			continue
+		case rowRunning:
+			if r.index == 0 {
+				lines = append(lines, "", s.Home.Section.Render(i18n.T("ui.home.running")))
+			}
+			c := m.running[r.index]
+			lines = append(lines, action(focused, i18n.T("ui.home.attach", c.Name, c.Masters, c.Runtime, c.PID)))
+			continue
+		}
+		label := common.Pad(i18n.T(labels[r.kind]), labelW)
 		marker := "  "
 		if focused {
 			marker = s.Home.LabelFocused.Render("▸ ")
@@ -79,48 +113,113 @@ func (m *Model) formLines(w int) []string {
 			label = s.Home.Label.Render(label)
 		}
 		var value string
-		if row == rowName {
+		if r.kind == rowName {
 			value = "  " + m.name.View()
 			if !focused {
 				value = s.Home.Value.Render("  " + m.name.Value())
 			}
 		} else {
-			v := values[row]
+			v := values[r.kind]
 			if focused {
 				value = s.Home.ValueFocused.Render("‹ " + v + " ›")
 			} else {
 				value = s.Home.Value.Render("  " + v)
 			}
 		}
+		if r.kind == rowRuntime {
+			value += m.dockerNote()
+		}
 		lines = append(lines, common.Fit(marker+label+value, w))
-	}
-	lines = append(lines, "")
-	for _, hint := range common.Pack(strings.Fields(m.hint()), w-2, " ") {
-		lines = append(lines, "  "+s.Home.Note.Render(hint))
-	}
-	lines = append(lines, "")
-
-	action := func(row int, text string) string {
-		if row == m.cursor {
-			return s.Home.ActionFocused.Render(common.Fit("▸ "+text, w))
-		}
-		return s.Home.Action.Render(common.Fit("  "+text, w))
-	}
-	lines = append(lines, action(rowStart, i18n.T("ui.home.start", m.Spec().Name, m.spec.Masters)))
-	if len(m.running) > 0 {
-		lines = append(lines, "", s.Home.Section.Render(i18n.T("ui.home.running")))
-		for i, r := range m.running {
-			lines = append(lines, action(rowStart+1+i, i18n.T("ui.home.attach", r.Name, r.Masters, r.Runtime, r.PID)))
-		}
 	}
 	return lines
 }
 
-// hint explains the focused setting in a sentence or two.
-func (m *Model) hint() string {
-	switch m.cursor {
+// lessonLine is one row of the lesson list: the title and the progress,
+// a dot per step; index 0 is free play.
+func (m *Model) lessonLine(index int, focused bool, w int) string {
+	s := m.c.Styles
+	marker := "  "
+	if focused {
+		marker = s.List.ItemSelected.Render("▸ ")
+	}
+	if index == 0 {
+		title := i18n.T("ui.home.free-play")
+		if m.lesson == nil {
+			title = "✓ " + title
+		} else {
+			title = "  " + title
+		}
+		style := s.List.Item
+		if focused {
+			style = s.List.ItemSelected
+		}
+		return common.Fit(marker+style.Render(title), w)
+	}
+	l := m.lessons[index-1]
+	done, total := m.completed(l)
+	var dots strings.Builder
+	for _, st := range l.Steps {
+		if m.progress != nil && m.progress.Done(l.ID, st.ID) {
+			dots.WriteString("●")
+		} else {
+			dots.WriteString("○")
+		}
+	}
+	// The progress column is as wide as the longest lesson's, so that
+	// the counts line up.
+	progW := 0
+	for _, o := range m.lessons {
+		progW = max(progW, len(fmt.Sprintf(" %d/%d ", len(o.Steps), len(o.Steps)))+len(o.Steps))
+	}
+	prog := common.Pad(fmt.Sprintf(" %d/%d %s", done, total, dots.String()), progW)
+	progStyle := s.List.Progress
+	if done == total && total > 0 {
+		progStyle = s.List.Done
+	}
+	chosen := "  "
+	if m.lesson == l {
+		chosen = "✓ "
+	}
+	titleW := max(w-lipgloss.Width(marker)-lipgloss.Width(prog)-2, 8)
+	style := s.List.Item
+	if focused {
+		style = s.List.ItemSelected
+	}
+	title := common.Pad(common.Fit(chosen+l.Title.String(), titleW), titleW)
+	return common.Fit(marker+style.Render(title)+progStyle.Render(prog), w)
+}
+
+// startLabel is the start action's text: the cluster, and the lesson.
+func (m *Model) startLabel() string {
+	label := i18n.T("ui.home.start", m.Spec().Name, m.spec.Masters)
+	if m.lesson != nil {
+		label += " · " + i18n.T("ui.home.with-lesson", m.lesson.Title.String())
+	}
+	return label
+}
+
+// dockerNote says how the Docker engine answered, next to the runtime.
+func (m *Model) dockerNote() string {
+	s := m.c.Styles
+	switch {
+	case m.docker == nil:
+		return s.Home.Note.Render("  " + i18n.T("ui.home.docker.probing"))
+	case m.docker.Err != nil:
+		return s.Home.Warning.Render("  " + i18n.T("ui.home.docker.down"))
+	}
+	return s.Home.Note.Render("  " + i18n.T("ui.home.docker.up", m.docker.Version))
+}
+
+// hint explains the focused row in a sentence or two.
+func (m *Model) hint(r row) string {
+	switch r.kind {
 	case rowLang:
 		return i18n.T("ui.home.hint.lang")
+	case rowLesson:
+		if r.index == 0 {
+			return i18n.T("ui.home.hint.free-play")
+		}
+		return m.lessons[r.index-1].Summary.String()
 	case rowMasters:
 		q := m.spec.Masters/2 + 1
 		return i18n.T("ui.home.hint.masters", m.spec.Masters, q, m.spec.Masters-q)

@@ -6,12 +6,14 @@ import (
 	"log/slog"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/klab-dev/klab/cluster/lab"
 	"github.com/klab-dev/klab/cluster/runtime"
+	"github.com/klab-dev/klab/cluster/runtime/docker"
 )
 
 // StepMsg is one step of starting a cluster, started or finished.
@@ -217,7 +219,10 @@ type ActionMsg struct {
 	Chaos *lab.ChaosResult
 	// Key is the key written, for writes.
 	Key string
-	Err error
+	// Args is the klab command line the action stands for ("klab chaos
+	// kill leader"): a lesson judges a key press as that command.
+	Args []string
+	Err  error
 }
 
 // actionTimeout bounds an action: a restart waits for the member to serve,
@@ -234,7 +239,11 @@ func Chaos(l Lab, action string, req lab.ChaosRequest) tea.Cmd {
 		ctx, cancel := context.WithTimeout(context.Background(), actionTimeout)
 		defer cancel()
 		res, err := l.Chaos(ctx, req)
-		return ActionMsg{Action: action, Chaos: res, Err: err}
+		args := []string{"klab", "chaos", string(req.Op)}
+		if len(req.Targets) > 0 {
+			args = append(args, strings.Join(req.Targets, ","))
+		}
+		return ActionMsg{Action: action, Chaos: res, Args: args, Err: err}
 	}
 }
 
@@ -247,7 +256,7 @@ func Put(l Lab, key, value string) tea.Cmd {
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = errWriteTimeout(key, err)
 		}
-		return ActionMsg{Action: "write", Key: key, Err: err}
+		return ActionMsg{Action: "write", Key: key, Args: []string{"klab", "etcdctl", "put", key, value}, Err: err}
 	}
 }
 
@@ -263,5 +272,20 @@ func Close(l Lab, remove bool) tea.Cmd {
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
 		return ClosedMsg{Err: l.Close(ctx, remove)}
+	}
+}
+
+// DockerMsg says whether a Docker engine answers, and its version.
+type DockerMsg struct {
+	Version string
+	Err     error
+}
+
+// ProbeDocker asks the Docker engine for its version, for the home
+// screen to say whether the docker runtime can run.
+func ProbeDocker() tea.Cmd {
+	return func() tea.Msg {
+		v, err := docker.EngineVersion(context.Background())
+		return DockerMsg{Version: v, Err: err}
 	}
 }

@@ -41,18 +41,30 @@ func (m *Model) busy(key string, args ...any) {
 	m.status = status{msg: i18n.M(key, args...), busy: true}
 }
 
-// handleKey turns a key into an action on the lab.
+// handleKey routes a key: the command line takes every key while it is
+// open; then come the workspace's own keys (views, lesson steps, focus),
+// then the focused pane's.
 func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	k := m.c.Keys
+	if m.cmdline.Active() {
+		cmd := m.cmdline.Update(msg)
+		if !m.cmdline.Active() {
+			m.layout() // esc closed it: the view takes the room back
+		}
+		return cmd
+	}
 	switch {
 	case key.Matches(msg, k.Back):
 		m.status = status{}
 		return nil
-	case key.Matches(msg, k.Overview):
-		m.view = ViewOverview
-		return nil
-	case key.Matches(msg, k.Raft):
-		m.view = ViewRaft
+	case key.Matches(msg, k.Command):
+		cmd := m.cmdline.Open("")
+		m.layout()
+		return cmd
+	case key.Matches(msg, k.Focus):
+		if m.pane != nil {
+			m.focus = 1 - m.focus
+		}
 		return nil
 	case key.Matches(msg, k.Quit):
 		if m.lab != nil && m.lab.Owned() {
@@ -62,14 +74,32 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		m.Stop()
 		return tea.Quit
 	}
-	if m.view != ViewRaft || m.lab == nil {
-		return nil
+	for id, b := range map[ViewID]key.Binding{ViewOverview: k.Overview, ViewRaft: k.Raft, ViewScheduler: k.Scheduler, ViewProxy: k.Proxy, ViewEvents: k.Events} {
+		if key.Matches(msg, b) && (id <= ViewRaft || m.views[id] != nil) {
+			m.view = id
+			return nil
+		}
 	}
-	// Only keys the Raft view offers right now act; the others would
-	// do nothing useful and the footer does not list them.
-	for _, b := range raft.Keys(m.c, m.state) {
-		if key.Matches(msg, b) {
-			return m.raftAction(b)
+	if cmd, ok := m.lessonKey(msg); ok {
+		return cmd
+	}
+	switch m.view {
+	case ViewRaft:
+		if m.lab == nil {
+			return nil
+		}
+		// Only keys the Raft view offers right now act; the others would
+		// do nothing useful and the footer does not list them.
+		for _, b := range raft.Keys(m.c, m.state) {
+			if key.Matches(msg, b) {
+				return m.raftAction(b)
+			}
+		}
+	case ViewOverview:
+	default:
+		if v := m.views[m.view]; v != nil {
+			cmd, _ := v.HandleKey(msg)
+			return cmd
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -16,12 +17,28 @@ func (m *Model) View() string {
 		return ""
 	}
 	bw, bh := m.bodySize()
-	var body string
+	lw := m.lessonWidth()
+	vw := bw - lw
+	var live string
 	switch m.view {
 	case ViewOverview:
-		body = m.overview.Render(m.info, m.state)
+		live = m.overview.Render(m.info, m.state)
+	case ViewRaft:
+		live = m.raft.Render(m.state)
 	default:
-		body = m.raft.Render(m.state)
+		if v := m.views[m.view]; v != nil {
+			live = v.Render()
+		} else {
+			live = m.raft.Render(m.state)
+		}
+	}
+	if m.cmdline.Active() {
+		live += "\n" + m.cmdline.Render()
+	}
+	live = common.Lines(live, vw, bh)
+	body := live
+	if m.pane != nil {
+		body = lipgloss.JoinHorizontal(lipgloss.Top, m.pane.Render(m.focus == focusLesson), live)
 	}
 	if m.dialog != nil {
 		body = common.Overlay(body, m.dialog.render(m, bw), bw, bh)
@@ -29,29 +46,50 @@ func (m *Model) View() string {
 	return strings.Join([]string{m.header(), body, m.statusLine(), m.Footer(m.ShortHelp())}, "\n")
 }
 
-// header names the cluster and the views, the current one marked.
+// header names the cluster and the views, the current one marked. Tabs
+// lose their names, then the cluster's whereabouts, when space is short.
 func (m *Model) header() string {
 	s := m.c.Styles
-	tab := func(id ViewID, keyName, name string) string {
-		label := keyName + " " + i18n.T(name)
-		if m.view == id {
-			return s.Header.ActiveTab.Render("[" + label + "]")
+	ids := []ViewID{ViewOverview, ViewRaft}
+	for _, id := range []ViewID{ViewScheduler, ViewProxy, ViewEvents} {
+		if m.views[id] != nil {
+			ids = append(ids, id)
 		}
-		return s.Header.Tab.Render(" " + label + " ")
+	}
+	names := map[ViewID]string{ViewOverview: "ui.view.overview", ViewRaft: "ui.view.raft", ViewScheduler: "ui.view.scheduler", ViewProxy: "ui.view.proxy", ViewEvents: "ui.view.events"}
+	tabs := func(short bool) string {
+		var parts []string
+		for _, id := range ids {
+			label := strconv.Itoa(int(id))
+			if !short || m.view == id {
+				label += " " + i18n.T(names[id])
+			}
+			if m.view == id {
+				parts = append(parts, s.Header.ActiveTab.Render("["+label+"]"))
+			} else {
+				parts = append(parts, s.Header.Tab.Render(" "+label+" "))
+			}
+		}
+		return strings.Join(parts, s.Header.Bar.Render(" "))
 	}
 	left := s.Header.Brand.Render(" klab ") + s.Header.Item.Render(" "+m.info.Name+" ")
-	tabs := tab(ViewOverview, "1", "ui.view.overview") + s.Header.Bar.Render(" ") + tab(ViewRaft, "2", "ui.view.raft")
 	where := i18n.T("ui.ws.attached", m.info.Runtime)
 	if m.lab != nil && m.lab.Owned() {
 		where = i18n.T("ui.ws.owned", m.info.Runtime)
 	}
 	right := s.Header.Muted.Render(" " + where + " ")
-	gap := m.width - lipgloss.Width(left) - lipgloss.Width(tabs) - lipgloss.Width(right)
+	t := tabs(false)
+	gap := m.width - lipgloss.Width(left) - lipgloss.Width(t) - lipgloss.Width(right)
 	if gap < 1 {
-		right, gap = "", m.width-lipgloss.Width(left)-lipgloss.Width(tabs)
+		right = ""
+		gap = m.width - lipgloss.Width(left) - lipgloss.Width(t)
 	}
-	line := left + s.Header.Bar.Render(" ") + tabs + s.Header.Bar.Render(strings.Repeat(" ", max(gap-1, 0))) + right
-	return common.Pad(line, m.width)
+	if gap < 1 {
+		t = tabs(true)
+		gap = m.width - lipgloss.Width(left) - lipgloss.Width(t)
+	}
+	line := left + s.Header.Bar.Render(" ") + t + s.Header.Bar.Render(strings.Repeat(" ", max(gap-1, 0))) + right
+	return common.Pad(common.Fit(line, m.width), m.width)
 }
 
 func (m *Model) statusLine() string {

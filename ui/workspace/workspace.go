@@ -1,8 +1,13 @@
 // Package workspace is the screen of a running cluster: a header naming
-// the cluster and the views, the live view, a status line where actions
-// report, and a footer of the keys that work. The lesson pane will take
-// the left side when lessons arrive; until then the live view is full
-// width.
+// the cluster and the views, the lesson pane on the left when a lesson is
+// open, the live view on the right, the command line's output below it
+// while it is open, a status line where actions report, and a footer of
+// the keys that work in the focused pane.
+//
+// The workspace also judges the lesson: it feeds the lesson's Evaluator
+// everything it learns (the Observer's stream, the Kubernetes and etcd
+// watches of the lesson feed, the commands run and the actions taken with
+// keys) and hands each new verdict to the lesson pane.
 package workspace
 
 import (
@@ -12,21 +17,65 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/cluster/runtime"
+	"github.com/klab-dev/klab/lessons"
+	"github.com/klab-dev/klab/ui/cmdline"
 	"github.com/klab-dev/klab/ui/common"
 	"github.com/klab-dev/klab/ui/labio"
 	"github.com/klab-dev/klab/ui/labstate"
+	"github.com/klab-dev/klab/ui/views/lesson"
 	"github.com/klab-dev/klab/ui/views/overview"
 	"github.com/klab-dev/klab/ui/views/raft"
 )
 
-// ViewID names a live view.
+// ViewID names a live view; its value is its key.
 type ViewID int
 
-// The live views that exist so far.
+// The live views.
 const (
 	ViewOverview ViewID = iota + 1
 	ViewRaft
+	ViewScheduler
+	ViewProxy
+	ViewEvents
 )
+
+// LiveView is a view that keeps its own feed (Scheduler, Proxy, Events):
+// the workspace starts it, passes it every message and the keys while it
+// is shown, and draws it.
+type LiveView interface {
+	SetSize(width, height int)
+	Start(ctx context.Context, info *lab.Info) tea.Cmd
+	Update(msg tea.Msg) tea.Cmd
+	HandleKey(msg tea.KeyMsg) (tea.Cmd, bool)
+	Keys() []key.Binding
+	Render() string
+}
+
+// LessonFeed is what the lesson's checks read besides the Observer: the
+// Kubernetes and etcd watches (lessons/live's Feed).
+type LessonFeed interface {
+	Observations() <-chan []lessons.Observation
+	SetKeys(keys []string)
+	Close()
+}
+
+// Options are the workspace's optional parts.
+type Options struct {
+	// Lesson, when set, opens the lesson pane at step Step.
+	Lesson *lessons.Lesson
+	Step   int
+	// Progress records the steps done; nil keeps none.
+	Progress *lessons.Progress
+	// Run runs the command line's commands; nil leaves it unable to.
+	Run cmdline.Runner
+	// StartFeed starts the lesson feed for the cluster info describes.
+	StartFeed func(ctx context.Context, info *lab.Info) LessonFeed
+	// Convert turns an Observer observation into lesson observations.
+	Convert func(o lab.Observation, members []lab.MemberInfo) []lessons.Observation
+	// Views are the views with feeds of their own, by ID.
+	Views map[ViewID]LiveView
+}
 
 // Model is the workspace.
 type Model struct {
@@ -40,6 +89,15 @@ type Model struct {
 
 	overview *overview.View
 	raft     *raft.View
+	views    map[ViewID]LiveView
+	comps    []runtime.ComponentInfo
+
+	opts    Options
+	pane    *lesson.Pane
+	eval    *lessons.Evaluator
+	feed    LessonFeed
+	cmdline *cmdline.Model
+	focus   focus
 
 	// observe is the Observer's stream; stop ends the Observer.
 	observe <-chan lab.Observation
@@ -58,11 +116,39 @@ type Model struct {
 	writes   int
 }
 
+// focus is the pane the arrow and page keys go to.
+type focus int
+
+const (
+	focusView focus = iota
+	focusLesson
+)
+
 // New returns the workspace of l, drawn from st. Start begins observing.
-func New(c *common.Common, l labio.Lab, st *labstate.State) *Model {
-	m := &Model{c: c, lab: l, state: st, view: ViewRaft, overview: overview.New(c), raft: raft.New(c)}
+func New(c *common.Common, l labio.Lab, st *labstate.State, opts Options) *Model {
+	m := &Model{
+		c: c, lab: l, state: st, view: ViewRaft, overview: overview.New(c), raft: raft.New(c),
+		views: opts.Views, opts: opts,
+	}
+	if m.views == nil {
+		m.views = map[ViewID]LiveView{}
+	}
 	if l != nil {
 		m.info = l.Info()
+	}
+	m.cmdline = cmdline.New(c, opts.Run, &cmdline.Completer{Names: m.names})
+	if opts.Lesson != nil && len(opts.Lesson.Steps) > 0 {
+		m.pane = lesson.New(c, opts.Lesson, opts.Step)
+		m.eval = lessons.NewEvaluator()
+		m.focus = focusLesson
+		if p := opts.Progress; p != nil {
+			for _, st := range opts.Lesson.Steps {
+				if p.Done(opts.Lesson.ID, st.ID) {
+					m.pane.SetDone(st.ID)
+				}
+			}
+		}
+		m.view = viewOf(m.pane.Step().View, m.view)
 	}
 	return m
 }
@@ -74,14 +160,29 @@ func (m *Model) Start(ctx context.Context) tea.Cmd {
 	obs := lab.NewObserver(m.info.Members, lab.ObserverOptions{})
 	go obs.Run(ctx)
 	m.observe = obs.Observations()
-	return tea.Batch(labio.WaitObservations(m.observe), m.components())
+	cmds := []tea.Cmd{labio.WaitObservations(m.observe), m.components()}
+	for _, v := range m.views {
+		cmds = append(cmds, v.Start(ctx, m.info))
+	}
+	if m.pane != nil {
+		if m.opts.StartFeed != nil {
+			m.feed = m.opts.StartFeed(ctx, m.info)
+			cmds = append(cmds, waitFeed(m.feed))
+		}
+		cmds = append(cmds, m.beginStep(m.pane.Index()))
+	}
+	return tea.Batch(cmds...)
 }
 
-// Stop ends the Observer.
+// Stop ends the Observer, the feeds and a command still running.
 func (m *Model) Stop() {
 	if m.stop != nil {
 		m.stop()
 	}
+	if m.feed != nil {
+		m.feed.Close()
+	}
+	m.cmdline.Stop()
 }
 
 // Lab returns the lab shown.
@@ -116,12 +217,40 @@ func (m *Model) QuitKeep() tea.Cmd {
 // SetSize sets the workspace's size.
 func (m *Model) SetSize(width, height int) {
 	m.width, m.height = width, height
-	bw, bh := m.bodySize()
-	m.overview.SetSize(bw, bh)
-	m.raft.SetSize(bw, bh)
+	m.layout()
 }
 
-// bodySize is the live view's size: everything but the header, the status
+// layout gives every pane its cells: the lesson pane takes two fifths of
+// the width on the left (at least 30 cells, at most 64), the command
+// line's output two fifths of the live view's height while it is open.
+func (m *Model) layout() {
+	bw, bh := m.bodySize()
+	lw := m.lessonWidth()
+	vw, vh := bw-lw, bh
+	if m.cmdline.Active() {
+		ch := min(max(bh*2/5, 5), bh)
+		vh = bh - ch
+		m.cmdline.SetSize(vw, ch)
+	}
+	if m.pane != nil {
+		m.pane.SetSize(lw, bh)
+	}
+	m.overview.SetSize(vw, vh)
+	m.raft.SetSize(vw, vh)
+	for _, v := range m.views {
+		v.SetSize(vw, vh)
+	}
+}
+
+// lessonWidth is the lesson pane's width, 0 without a lesson.
+func (m *Model) lessonWidth() int {
+	if m.pane == nil {
+		return 0
+	}
+	return min(max(m.width*2/5, 30), 64, m.width/2)
+}
+
+// bodySize is the panes' size: everything but the header, the status
 // line and the footer.
 func (m *Model) bodySize() (int, int) { return m.width, max(m.height-3, 0) }
 
@@ -133,8 +262,14 @@ func (m *Model) components() tea.Cmd {
 	return labio.Components(m.lab)
 }
 
-// Update handles the Observer's stream, the results of actions and keys.
+// Update handles the Observer's stream, the feeds, the results of
+// actions and commands, and keys.
 func (m *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
+	var cmds []tea.Cmd
+	// Views with feeds of their own see every message and take theirs.
+	for _, v := range m.views {
+		cmds = append(cmds, v.Update(msg))
+	}
 	switch msg := msg.(type) {
 	case labio.ObservationsMsg:
 		refresh := false
@@ -145,23 +280,40 @@ func (m *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
 				refresh = refresh || down || up && !mem.Reachable
 			}
 			m.state.Apply(o)
+			if m.eval != nil && m.opts.Convert != nil {
+				for _, lo := range m.opts.Convert(o, m.info.Members) {
+					cmds = append(cmds, m.judge(lo))
+				}
+			}
 		}
-		cmds := []tea.Cmd{labio.WaitObservations(m.observe)}
+		cmds = append(cmds, labio.WaitObservations(m.observe))
 		if refresh {
 			// A member went or came back: ask the runtime why.
 			cmds = append(cmds, m.components())
 		}
-		return m, tea.Batch(cmds...)
-	case labio.ObserverClosedMsg:
-		return m, nil
+	case feedMsg:
+		for _, lo := range msg.batch {
+			cmds = append(cmds, m.judge(lo))
+		}
+		cmds = append(cmds, waitFeed(m.feed))
 	case labio.ComponentsMsg:
 		m.componentsBusy = false
 		if msg.Err == nil {
+			m.comps = msg.Infos
 			m.state.SetComponents(msg.Infos)
 		}
-		return m, nil
 	case labio.ActionMsg:
-		return m, m.actionDone(msg)
+		cmds = append(cmds, m.actionDone(msg))
+		if len(msg.Args) > 0 {
+			cmds = append(cmds, m.judge(lessons.CommandObserved{Args: msg.Args, Err: msg.Err}))
+		}
+	case cmdline.DoneMsg:
+		cmds = append(cmds, m.cmdline.Update(msg))
+		cmds = append(cmds, m.judge(lessons.CommandObserved{Args: msg.Args, Err: msg.Err, Output: msg.Output}))
+		// A command may have changed what the runtime runs.
+		cmds = append(cmds, m.components())
+	case progressErrMsg:
+		m.status = status{err: msg.err}
 	case labio.ClosedMsg:
 		m.closed, m.closeErr = true, msg.Err
 		return m, tea.Quit
@@ -174,8 +326,12 @@ func (m *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
 		}
 		return m, m.handleKey(msg)
 	}
-	return m, nil
+	return m, tea.Batch(cmds...)
 }
+
+// Typing reports whether keys are text for the command line, so that the
+// keys that mean something everywhere (L, ?) are typed instead.
+func (m *Model) Typing() bool { return m.cmdline.Active() && !m.closing && m.dialog == nil }
 
 // ShortHelp lists the keys that work now, for the footer.
 func (m *Model) ShortHelp() []key.Binding {
@@ -186,16 +342,24 @@ func (m *Model) ShortHelp() []key.Binding {
 	if m.dialog != nil {
 		return m.dialog.keys(k)
 	}
-	// The footer is cut at the screen's width: the keys to find all the
-	// others (?) and to leave come first after the view switch.
-	var out []key.Binding
-	switch m.view {
-	case ViewRaft:
-		out = append(out, k.Overview, k.Help, k.Quit)
-		out = append(out, raft.Keys(m.c, m.state)...)
-	case ViewOverview:
-		out = append(out, k.Raft, k.Help, k.Quit)
+	if m.cmdline.Active() {
+		return m.cmdline.Keys()
 	}
+	// The footer is cut at the screen's width: what the focused pane
+	// offers first, then the keys to find all the others (?) and to
+	// leave, then the rest.
+	var out []key.Binding
+	if m.focus == focusLesson && m.pane != nil {
+		out = append(out, m.lessonKeys()...)
+		out = append(out, k.Focus, k.Command, k.Help, k.Quit)
+	} else {
+		out = append(out, m.viewKeys()...)
+		if m.pane != nil {
+			out = append(out, k.Focus)
+		}
+		out = append(out, k.Command, k.Help, k.Quit)
+	}
+	out = append(out, m.switchKeys()...)
 	if m.status.text() != "" {
 		out = append(out, k.Back)
 	}
@@ -205,12 +369,46 @@ func (m *Model) ShortHelp() []key.Binding {
 // FullHelp lists the keys by group, for the full help.
 func (m *Model) FullHelp() [][]key.Binding {
 	k := m.c.Keys
-	groups := [][]key.Binding{{k.Overview, k.Raft}}
-	if m.view == ViewRaft {
-		groups = append(groups, raft.Keys(m.c, m.state))
+	groups := [][]key.Binding{append([]key.Binding{k.Overview, k.Raft}, m.switchKeys()...)}
+	if vk := m.viewKeys(); len(vk) > 0 {
+		groups = append(groups, vk)
 	}
-	return append(groups, []key.Binding{k.Lang, k.Help, k.Back, k.Quit, k.ForceQuit})
+	if m.pane != nil {
+		groups = append(groups, append(m.lessonKeys(), k.Focus))
+	}
+	return append(groups, []key.Binding{k.Command, k.Lang, k.Help, k.Back, k.Quit, k.ForceQuit})
+}
+
+// switchKeys are the keys of the views other than Overview and Raft that
+// this workspace has.
+func (m *Model) switchKeys() []key.Binding {
+	k := m.c.Keys
+	var out []key.Binding
+	for id, b := range map[ViewID]key.Binding{ViewScheduler: k.Scheduler, ViewProxy: k.Proxy, ViewEvents: k.Events} {
+		if m.views[id] != nil {
+			out = append(out, b)
+		}
+	}
+	sortBindings(out)
+	return out
+}
+
+// viewKeys are the keys the view shown offers now.
+func (m *Model) viewKeys() []key.Binding {
+	switch m.view {
+	case ViewRaft:
+		if m.lab == nil {
+			return nil
+		}
+		return raft.Keys(m.c, m.state)
+	case ViewOverview:
+		return nil
+	}
+	if v := m.views[m.view]; v != nil {
+		return v.Keys()
+	}
+	return nil
 }
 
 // QuitAllowed reports whether q means quit now.
-func (m *Model) QuitAllowed() bool { return m.dialog == nil && !m.closing }
+func (m *Model) QuitAllowed() bool { return m.dialog == nil && !m.closing && !m.cmdline.Active() }

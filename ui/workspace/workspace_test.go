@@ -20,7 +20,7 @@ func fixture(t *testing.T, owned bool) (*Model, *uitest.Lab) {
 	c := uitest.Setup(t, i18n.English)
 	info, st := uitest.Raft(3)
 	twin := uitest.NewLab(info, owned)
-	m := New(c, twin, st)
+	m := New(c, twin, st, Options{})
 	m.SetSize(120, 40)
 	return m, twin
 }
@@ -138,7 +138,7 @@ func TestRestartAfterKill(t *testing.T) {
 	c := uitest.Setup(t, i18n.English)
 	info, st := uitest.Killed(3)
 	twin := uitest.NewLab(info, true)
-	m := New(c, twin, st)
+	m := New(c, twin, st, Options{})
 	m.SetSize(80, 24)
 	press(m, "r")
 	want := []lab.ChaosRequest{{Op: lab.OpRestart, Targets: []string{"master-1/etcd"}}}

@@ -48,6 +48,26 @@ func Ping(ctx context.Context) error {
 	return ping(ctx, cli)
 }
 
+// EngineVersion returns the version of the Docker engine that answers,
+// within about two seconds; its error wraps ErrUnavailable.
+func EngineVersion(ctx context.Context) (string, error) {
+	cli, err := newClient()
+	if err != nil {
+		return "", err
+	}
+	defer cli.Close()
+	if err := ping(ctx, cli); err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	v, err := cli.ServerVersion(ctx)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return v.Version, nil
+}
+
 func ping(ctx context.Context, cli *client.Client) error {
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()

@@ -1,0 +1,206 @@
+package workspace
+
+import (
+	"slices"
+	"sort"
+	"strconv"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/lessons"
+)
+
+// feedMsg carries what the lesson feed observed since the last one.
+type feedMsg struct{ batch []lessons.Observation }
+
+// feedClosedMsg says the lesson feed ended.
+type feedClosedMsg struct{}
+
+// waitFeed waits for the lesson feed's next batch.
+func waitFeed(f LessonFeed) tea.Cmd {
+	if f == nil {
+		return nil
+	}
+	ch := f.Observations()
+	return func() tea.Msg {
+		batch, ok := <-ch
+		if !ok {
+			return feedClosedMsg{}
+		}
+		return feedMsg{batch: batch}
+	}
+}
+
+// judge feeds one observation to the lesson's Evaluator and shows the
+// verdict when it changed. A step passed is saved.
+func (m *Model) judge(o lessons.Observation) tea.Cmd {
+	if m.eval == nil {
+		return nil
+	}
+	v, changed := m.eval.Observe(o)
+	if !changed {
+		return nil
+	}
+	return m.showVerdict(v)
+}
+
+func (m *Model) showVerdict(v lessons.Verdict) tea.Cmd {
+	m.pane.SetVerdict(v)
+	if !v.Passed {
+		return nil
+	}
+	m.status = status{msg: i18n.M("ui.ws.step-passed", m.pane.Step().Title.String())}
+	if m.pane.Last() {
+		m.status = status{msg: i18n.M("ui.lesson.complete", m.pane.Lesson().Title.String())}
+	}
+	return m.saveProgress(func(p *lessons.Progress) error {
+		return p.Complete(m.pane.Lesson().ID, m.pane.Step().ID)
+	})
+}
+
+// saveProgress writes progress in a command: it is a file write.
+func (m *Model) saveProgress(f func(p *lessons.Progress) error) tea.Cmd {
+	p := m.opts.Progress
+	if p == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		if err := f(p); err != nil {
+			return progressErrMsg{err: err}
+		}
+		return nil
+	}
+}
+
+// progressErrMsg says progress could not be saved.
+type progressErrMsg struct{ err error }
+
+// beginStep shows step i, shows its view, starts judging its check and
+// watches the keys the check reads.
+func (m *Model) beginStep(i int) tea.Cmd {
+	m.pane.SetStep(i)
+	st := m.pane.Step()
+	m.view = viewOf(st.View, m.view)
+	var cmds []tea.Cmd
+	if m.feed != nil {
+		var keys []string
+		if st.Check != nil {
+			keys = st.Check.Needs().Keys
+		}
+		m.feed.SetKeys(keys)
+	}
+	v := m.eval.Begin(st.Check)
+	if v.Passed {
+		cmds = append(cmds, m.showVerdict(v))
+	} else {
+		m.pane.SetVerdict(v)
+	}
+	id, step := m.pane.Lesson().ID, st.ID
+	cmds = append(cmds, m.saveProgress(func(p *lessons.Progress) error { return p.SetCurrent(id, step) }))
+	if st.Cluster != nil && !m.fits(*st.Cluster) {
+		m.status = status{err: i18n.NewError("ui.ws.needs-shape", st.Cluster.Masters, st.Cluster.Workers, m.pane.Lesson().ID, st.ID)}
+	}
+	m.layout()
+	return tea.Batch(cmds...)
+}
+
+// fits reports whether the cluster shown has the shape a step needs.
+func (m *Model) fits(s lessons.Shape) bool {
+	if m.info == nil {
+		return true
+	}
+	return m.info.Spec.Masters == s.Masters && m.info.Spec.Workers == s.Workers
+}
+
+// lessonKey handles the lesson pane's keys; ok is false for others.
+func (m *Model) lessonKey(msg tea.KeyMsg) (tea.Cmd, bool) {
+	if m.pane == nil {
+		return nil, false
+	}
+	k := m.c.Keys
+	switch {
+	case key.Matches(msg, k.NextStep):
+		if m.pane.Last() {
+			m.status = status{msg: i18n.M("ui.ws.last-step")}
+			return nil, true
+		}
+		return m.beginStep(m.pane.Index() + 1), true
+	case key.Matches(msg, k.PrevStep):
+		if m.pane.Index() == 0 {
+			return nil, true
+		}
+		return m.beginStep(m.pane.Index() - 1), true
+	case key.Matches(msg, k.Hint):
+		if !m.pane.ShowHint() {
+			m.status = status{msg: i18n.M("ui.lesson.no-more-hints")}
+		}
+		return nil, true
+	}
+	if m.focus != focusLesson {
+		return nil, false
+	}
+	switch {
+	case key.Matches(msg, k.Up):
+		m.pane.Scroll(-1)
+	case key.Matches(msg, k.Down):
+		m.pane.Scroll(1)
+	case key.Matches(msg, k.PageUp):
+		m.pane.Scroll(-m.pane.PageSize())
+	case key.Matches(msg, k.PageDown):
+		m.pane.Scroll(m.pane.PageSize())
+	default:
+		return nil, false
+	}
+	return nil, true
+}
+
+// lessonKeys are the lesson pane's keys that work now.
+func (m *Model) lessonKeys() []key.Binding {
+	k := m.c.Keys
+	var out []key.Binding
+	if !m.pane.Last() {
+		out = append(out, k.NextStep)
+	}
+	if m.pane.HintsLeft() > 0 {
+		out = append(out, k.Hint)
+	}
+	if m.pane.Index() > 0 {
+		out = append(out, k.PrevStep)
+	}
+	if m.focus == focusLesson {
+		out = append(out, k.Up, k.Down, k.PageDown, k.PageUp)
+	}
+	return out
+}
+
+// names are the words the command line completes besides commands: the
+// nodes, the members, and the targets chaos takes.
+func (m *Model) names() []string {
+	var out []string
+	if m.info != nil {
+		for _, n := range m.info.Nodes {
+			out = append(out, n.Name)
+		}
+		for i := range m.info.Members {
+			out = append(out, "etcd-"+strconv.Itoa(i+1))
+		}
+	}
+	out = append(out, "leader")
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// viewOf returns the live view a lesson step names, or def.
+func viewOf(v lessons.View, def ViewID) ViewID {
+	if i := slices.Index(lessons.Views, v); i >= 0 {
+		return ViewID(i + 1)
+	}
+	return def
+}
+
+// sortBindings orders bindings by their key.
+func sortBindings(bs []key.Binding) {
+	sort.Slice(bs, func(i, j int) bool { return bs[i].Help().Key < bs[j].Help().Key })
+}
