@@ -162,3 +162,21 @@ func Killed(n int) (*lab.Info, *labstate.State) {
 	}
 	return info, st
 }
+
+// Busy returns the Raft fixture of n members under heavy write traffic:
+// the leader has just replicated writes entries to every follower, so the
+// state holds as many messages in flight as it keeps.
+func Busy(n, writes int) (*lab.Info, *labstate.State) {
+	info, st := Raft(n)
+	o := &observations{st: st, at: Now.Add(time.Minute), seq: 1 << 20}
+	name := func(i int) string { return info.Members[i-1].Name }
+	for w := 0; w < writes; w++ {
+		index := uint64(13 + w)
+		for i := 2; i <= n; i++ {
+			o.msg(name(1), etcd.EventSend, "MsgApp", name(1), name(i), 3, index, 1, false)
+			o.msg(name(i), etcd.EventRecv, "MsgApp", name(1), name(i), 3, index, 1, false)
+			o.msg(name(i), etcd.EventSend, "MsgAppResp", name(i), name(1), 3, index+1, 0, false)
+		}
+	}
+	return info, st
+}

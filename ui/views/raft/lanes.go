@@ -24,10 +24,32 @@ func cutCells(s string, left, right int) string { return ansi.Cut(s, left, right
 type canvas struct {
 	cells  []string
 	styles []*lipgloss.Style
+	sgr    sgrCache
 }
 
-func newCanvas(width int) *canvas {
-	c := &canvas{cells: make([]string, width), styles: make([]*lipgloss.Style, width)}
+// sgrCache holds, per style, the escape codes it puts before and after a
+// text: a frame of lanes has hundreds of runs and a handful of styles, and
+// a style's Render costs far more than joining three strings.
+type sgrCache map[*lipgloss.Style][2]string
+
+// wrap renders text in st as st.Render would. Only styles without width,
+// padding, margins or borders may be cached so (the lanes' colours).
+func (c sgrCache) wrap(st *lipgloss.Style, text string) string {
+	codes, ok := c[st]
+	if !ok {
+		const mark = "\x00"
+		before, after, found := strings.Cut(st.Render(mark), mark)
+		if !found {
+			return st.Render(text)
+		}
+		codes = [2]string{before, after}
+		c[st] = codes
+	}
+	return codes[0] + text + codes[1]
+}
+
+func newCanvas(width int, sgr sgrCache) *canvas {
+	c := &canvas{cells: make([]string, width), styles: make([]*lipgloss.Style, width), sgr: sgr}
 	for i := range c.cells {
 		c.cells[i] = " "
 	}
@@ -44,7 +66,10 @@ func (c *canvas) set(x int, s string, st *lipgloss.Style) {
 // takes two cells: the second holds nothing, so the row keeps its width.
 func (c *canvas) text(x int, s string, st *lipgloss.Style) {
 	for _, r := range s {
-		w := ansi.StringWidth(string(r))
+		w := 1
+		if r >= 0x80 {
+			w = ansi.StringWidth(string(r))
+		}
 		c.set(x, string(r), st)
 		if w == 2 {
 			c.set(x+1, "", st)
@@ -63,7 +88,7 @@ func (c *canvas) String() string {
 			j++
 		}
 		if c.styles[i] != nil {
-			b.WriteString(c.styles[i].Render(run.String()))
+			b.WriteString(c.sgr.wrap(c.styles[i], run.String()))
 		} else {
 			b.WriteString(run.String())
 		}
@@ -79,8 +104,9 @@ func lanes(s *styles.Styles, st *labstate.State, centers []int, width, height in
 		return nil
 	}
 	lane := s.Raft.Lane
+	sgr := sgrCache{}
 	lifelines := func() *canvas {
-		c := newCanvas(width)
+		c := newCanvas(width, sgr)
 		for _, x := range centers {
 			c.set(x, "│", &lane)
 		}

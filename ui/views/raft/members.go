@@ -143,36 +143,53 @@ const (
 // indexes shared by every member, so that a follower that lags shows a
 // shorter strip than the leader.
 func logStrip(s *styles.Styles, m *labstate.Member, width int, lo, hi uint64) string {
+	// Cells come in runs of one kind; each run is rendered once, since a
+	// style's Render is what a frame spends its time on.
+	const (
+		kindBlank = iota
+		kindAbsent
+		kindCompacted
+		kindCommitted
+		kindUncommitted
+	)
+	cells := [...]string{" ", cellAbsent, cellCompacted, cellCommitted, cellUncommitted}
+	kindStyles := [...]lipgloss.Style{{}, s.Raft.LogAbsent, s.Raft.LogCompacted, s.Raft.LogCommitted, s.Raft.LogUncommitted}
 	var b strings.Builder
-	run, runStyle := "", lipgloss.Style{}
+	runKind, runLen := -1, 0
 	flush := func() {
-		if run != "" {
-			b.WriteString(runStyle.Render(run))
-			run = ""
+		if runLen == 0 {
+			return
 		}
+		text := strings.Repeat(cells[runKind], runLen)
+		switch {
+		case runKind == kindBlank:
+			b.WriteString(text)
+		case !m.Reachable:
+			b.WriteString(s.Raft.Muted.Render(text))
+		default:
+			b.WriteString(kindStyles[runKind].Render(text))
+		}
+		runLen = 0
 	}
 	for i := 0; i < width; i++ {
 		idx := lo + uint64(i)
-		cell, style := cellAbsent, s.Raft.LogAbsent
+		kind := kindAbsent
 		switch {
 		case idx > hi:
-			cell = " "
+			kind = kindBlank
 		case idx > m.Status.LastIndex:
 		case idx < m.Status.FirstIndex:
-			cell, style = cellCompacted, s.Raft.LogCompacted
+			kind = kindCompacted
 		case idx <= m.Status.Commit:
-			cell, style = cellCommitted, s.Raft.LogCommitted
+			kind = kindCommitted
 		default:
-			cell, style = cellUncommitted, s.Raft.LogUncommitted
+			kind = kindUncommitted
 		}
-		if !m.Reachable {
-			style = s.Raft.Muted
-		}
-		if run != "" && style.String() != runStyle.String() {
+		if kind != runKind {
 			flush()
+			runKind = kind
 		}
-		run += cell
-		runStyle = style
+		runLen++
 	}
 	flush()
 	return b.String()
