@@ -26,13 +26,18 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"google.golang.org/grpc/grpclog"
+	"k8s.io/klog/v2"
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/lab"
 	"github.com/klab-dev/klab/lessons"
+	"github.com/klab-dev/klab/lessons/live"
 	"github.com/klab-dev/klab/ui/cmdline"
 	"github.com/klab-dev/klab/ui/common"
 	"github.com/klab-dev/klab/ui/prefs"
+	"github.com/klab-dev/klab/ui/views/events"
+	"github.com/klab-dev/klab/ui/views/proxy"
+	"github.com/klab-dev/klab/ui/views/scheduler"
 	"github.com/klab-dev/klab/ui/workspace"
 )
 
@@ -67,6 +72,17 @@ type Options struct {
 	step   int
 }
 
+// DefaultViews are the views with feeds of their own: the scheduler's
+// decisions, the kube-proxies' rules and traffic, the events and the API
+// requests.
+func DefaultViews(c *common.Common) map[workspace.ViewID]workspace.LiveView {
+	return map[workspace.ViewID]workspace.LiveView{
+		workspace.ViewScheduler: scheduler.New(c),
+		workspace.ViewProxy:     proxy.New(c),
+		workspace.ViewEvents:    events.New(c),
+	}
+}
+
 // ResolveLesson finds the lesson (and step) that --lesson names among
 // ls: "id" or "id/step".
 func ResolveLesson(ls []*lessons.Lesson, ref string) (*lessons.Lesson, int, error) {
@@ -92,8 +108,20 @@ func ResolveLesson(ls []*lessons.Lesson, ref string) (*lessons.Lesson, int, erro
 	return nil, 0, i18n.NewError("ui.err.unknown-lesson", id, strings.Join(ids, ", "))
 }
 
-// prepare loads the lessons and the progress, and resolves --lesson.
+// prepare loads the lessons and the progress, fills in the lesson feed
+// and the views, and resolves --lesson.
 func (o *Options) prepare() error {
+	if o.StartFeed == nil {
+		o.StartFeed = func(ctx context.Context, info *lab.Info) workspace.LessonFeed {
+			return live.StartFeed(ctx, info, live.FeedOptions{NoMembers: true})
+		}
+	}
+	if o.Convert == nil {
+		o.Convert = live.Convert
+	}
+	if o.Views == nil {
+		o.Views = DefaultViews
+	}
 	if o.Lessons == nil {
 		ls, err := lessons.Embedded()
 		if err != nil {
@@ -145,6 +173,8 @@ func Run(ctx context.Context, opts Options) error {
 	// gRPC logs to stderr by default; inside the TUI it would tear the
 	// screen.
 	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
+	// client-go logs through klog, to stderr by default: to the log file.
+	klog.SetSlogLogger(logger)
 	// Ask the terminal for its background before Bubble Tea owns the
 	// input: asking later would swallow the answer as key presses.
 	lipgloss.HasDarkBackground()

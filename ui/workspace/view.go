@@ -22,7 +22,7 @@ func (m *Model) View() string {
 	var live string
 	switch m.view {
 	case ViewOverview:
-		live = m.overview.Render(m.info, m.state)
+		live = m.overview.Render(m.info, m.state, m.kube, m.comps)
 	case ViewRaft:
 		live = m.raft.Render(m.state)
 	default:

@@ -12,6 +12,7 @@ package workspace
 
 import (
 	"context"
+	"io"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -19,8 +20,10 @@ import (
 	"github.com/klab-dev/klab/cluster/lab"
 	"github.com/klab-dev/klab/cluster/runtime"
 	"github.com/klab-dev/klab/lessons"
+	"github.com/klab-dev/klab/lessons/live"
 	"github.com/klab-dev/klab/ui/cmdline"
 	"github.com/klab-dev/klab/ui/common"
+	"github.com/klab-dev/klab/ui/kubestate"
 	"github.com/klab-dev/klab/ui/labio"
 	"github.com/klab-dev/klab/ui/labstate"
 	"github.com/klab-dev/klab/ui/views/lesson"
@@ -91,6 +94,9 @@ type Model struct {
 	raft     *raft.View
 	views    map[ViewID]LiveView
 	comps    []runtime.ComponentInfo
+	// kube is the Kubernetes side (nodes, pods, leases, kube-proxies),
+	// from its own feed.
+	kube *kubestate.State
 
 	opts    Options
 	pane    *lesson.Pane
@@ -128,7 +134,7 @@ const (
 func New(c *common.Common, l labio.Lab, st *labstate.State, opts Options) *Model {
 	m := &Model{
 		c: c, lab: l, state: st, view: ViewRaft, overview: overview.New(c), raft: raft.New(c),
-		views: opts.Views, opts: opts,
+		views: opts.Views, opts: opts, kube: &kubestate.State{},
 	}
 	if m.views == nil {
 		m.views = map[ViewID]LiveView{}
@@ -136,7 +142,16 @@ func New(c *common.Common, l labio.Lab, st *labstate.State, opts Options) *Model
 	if l != nil {
 		m.info = l.Info()
 	}
-	m.cmdline = cmdline.New(c, opts.Run, &cmdline.Completer{Names: m.names})
+	run := opts.Run
+	if run != nil && m.info != nil {
+		// Commands act on this cluster, whatever klab would pick by
+		// default.
+		name := m.info.Name
+		run = func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			return opts.Run(ctx, live.WithCluster(args, name), stdout, stderr)
+		}
+	}
+	m.cmdline = cmdline.New(c, run, &cmdline.Completer{Names: m.names})
 	if opts.Lesson != nil && len(opts.Lesson.Steps) > 0 {
 		m.pane = lesson.New(c, opts.Lesson, opts.Step)
 		m.eval = lessons.NewEvaluator()
@@ -161,6 +176,9 @@ func (m *Model) Start(ctx context.Context) tea.Cmd {
 	go obs.Run(ctx)
 	m.observe = obs.Observations()
 	cmds := []tea.Cmd{labio.WaitObservations(m.observe), m.components()}
+	if m.info.Kubeconfig != "" {
+		cmds = append(cmds, kubestate.Start(ctx, m.info))
+	}
 	for _, v := range m.views {
 		cmds = append(cmds, v.Start(ctx, m.info))
 	}
@@ -291,6 +309,9 @@ func (m *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
 			// A member went or came back: ask the runtime why.
 			cmds = append(cmds, m.components())
 		}
+	case kubestate.UpdateMsg:
+		m.kube.Apply(msg)
+		cmds = append(cmds, msg.Next())
 	case feedMsg:
 		for _, lo := range msg.batch {
 			cmds = append(cmds, m.judge(lo))

@@ -1,26 +1,38 @@
 // Package overview is the Overview view: the cluster's nodes as boxes,
-// each with the components that run on it and their health. Only what
-// klab runs today is drawn: master nodes and their etcd members.
+// each with the components that run on it and their health, whether
+// Kubernetes thinks the node Ready, which node holds the kube-scheduler
+// and kube-controller-manager leases, the mode its kube-proxy runs in, and
+// its pods as a row of glyphs. When boxes do not fit, nodes shrink to one
+// line each, in columns, and the nodes in trouble are the ones kept.
 package overview
 
 import (
 	"fmt"
 	"strings"
 
-	"github.com/charmbracelet/lipgloss"
-
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/lab"
 	"github.com/klab-dev/klab/cluster/runtime"
 	"github.com/klab-dev/klab/ui/common"
+	"github.com/klab-dev/klab/ui/kubestate"
 	"github.com/klab-dev/klab/ui/labstate"
-	"github.com/klab-dev/klab/ui/views/raft"
 )
 
 // View draws the Overview of a cluster.
 type View struct {
 	c             *common.Common
 	width, height int
+	paint         *paint
+	cache         caches
+	// nodes and keys are the buffers of each frame's nodes and their
+	// keys, kept to spare the allocations.
+	nodes []node
+	keys  []nodeKey
+	// comps is the runtime's last report, grouped by node.
+	comps struct {
+		report []runtime.ComponentInfo
+		byNode map[string][]comp
+	}
 }
 
 // New returns the Overview.
@@ -29,123 +41,167 @@ func New(c *common.Common) *View { return &View{c: c} }
 // SetSize sets the cells the view draws in.
 func (v *View) SetSize(width, height int) { v.width, v.height = width, height }
 
-const (
-	nodeInner = 30
-	nodeGap   = 2
-)
+// legendMinHeight is the height below which the legend gives its line to
+// the nodes.
+const legendMinHeight = 14
 
-// Render draws the nodes of info as st observes them.
-func (v *View) Render(info *lab.Info, st *labstate.State) string {
-	s := v.c.Styles
+// Render draws the cluster of info: its etcd members as st observed them,
+// its Kubernetes objects as ks holds them (nil before the feed's first
+// message), and its components as the runtime reported them in comps (nil
+// when not asked yet).
+func (v *View) Render(info *lab.Info, st *labstate.State, ks *kubestate.State, comps []runtime.ComponentInfo) string {
 	w, h := v.width, v.height
 	if w <= 0 || h <= 0 {
 		return ""
 	}
-	out := []string{v.summary(info, st), ""}
-	for _, l := range common.Pack(strings.Fields(i18n.T("ui.ov.control-plane")), w, " ") {
-		out = append(out, s.Overview.Muted.Render(l))
+	if v.paint == nil {
+		v.paint = newPaint(v.c.Styles)
 	}
-
-	// As many node boxes to a row as fit, at least one, narrower when
-	// even one would not fit.
-	boxW := min(nodeInner+4, w)
-	perRow := max(1, (w+nodeGap)/(boxW+nodeGap))
-	inner := boxW - 4
-	// Every box gets as many lines as the tallest, so rows line up.
-	contents := make([][]string, len(st.Members))
-	tallest := 0
-	for i := range st.Members {
-		contents[i] = v.nodeLines(info, &st.Members[i], inner)
-		tallest = max(tallest, len(contents[i]))
-	}
-	var boxes []string
-	for _, lines := range contents {
-		boxes = append(boxes, s.Overview.Node.Render(common.Lines(strings.Join(lines, "\n"), inner, tallest)))
-	}
-	for i := 0; i < len(boxes); i += perRow {
-		row := boxes[i:min(i+perRow, len(boxes))]
-		var parts []string
-		for j, b := range row {
-			if j > 0 {
-				parts = append(parts, strings.Repeat(" ", nodeGap))
-			}
-			parts = append(parts, b)
+	nodes := v.gather(info, st, ks, comps)
+	out := make([]string, 0, h)
+	out = append(out, common.Pad(v.summary(info, st, nodes, comps), w), common.Pad(v.kubeLine(ks), w))
+	if h >= legendMinHeight {
+		if l := v.legend(ks); l != "" {
+			out = append(out, common.Pad(l, w))
 		}
-		out = append(out, strings.Split(lipgloss.JoinHorizontal(lipgloss.Top, parts...), "\n")...)
 	}
-	if info != nil && info.Spec.Workers > 0 {
-		out = append(out, "", s.Overview.Muted.Render(common.Fit(i18n.T("ui.ov.workers-not-yet", info.Spec.Workers), w)))
+	out = out[:min(len(out), h)]
+	rest := h - len(out)
+	area := v.nodeArea(nodes, w, rest)
+	blank := strings.Repeat(" ", w)
+	if len(area) < rest {
+		out = append(out, blank)
 	}
-	return common.Lines(strings.Join(out, "\n"), w, h)
+	// The node area's lines are exactly w cells already: measuring them
+	// again would cost more than drawing them did.
+	out = append(out, area...)
+	for len(out) < h {
+		out = append(out, blank)
+	}
+	v.cache.endFrame()
+	return strings.Join(out[:h], "\n")
 }
 
-func (v *View) summary(info *lab.Info, st *labstate.State) string {
+// summary is the first line: the cluster, its shape and its etcd.
+func (v *View) summary(info *lab.Info, st *labstate.State, nodes []node, comps []runtime.ComponentInfo) string {
 	s := v.c.Styles
-	healthy := 0
-	for i := range st.Members {
-		if st.Members[i].Health() == lab.HealthHealthy {
-			healthy++
+	masters, workers := 0, 0
+	for i := range nodes {
+		if nodes[i].master {
+			masters++
+		} else {
+			workers++
 		}
 	}
-	parts := []string{s.Overview.NodeTitle.Render(i18n.T("ui.ov.cluster", st.Cluster))}
+	name := ""
+	switch {
+	case info != nil:
+		name = info.Name
+	case st != nil:
+		name = st.Cluster
+	}
+	parts := []string{s.Overview.NodeTitle.Render(i18n.T("ui.ov.cluster", name))}
 	if info != nil {
 		parts = append(parts, i18n.T("ui.ov.runtime", info.Runtime))
 	}
-	parts = append(parts, i18n.T("ui.ov.masters", len(st.Members)))
-	if l := st.Leader(); l != nil {
-		parts = append(parts, s.Role.Leader.Render(i18n.T("ui.raft.sum.leader", l.Name, l.Status.Term)))
-	} else {
-		parts = append(parts, s.Role.Candidate.Render(i18n.T("ui.raft.sum.no-leader", st.Term())))
+	parts = append(parts, i18n.T("ui.ov.masters", masters))
+	if workers > 0 {
+		parts = append(parts, i18n.T("ui.ov.workers", workers))
 	}
-	style := s.Overview.Healthy
-	if healthy < len(st.Members) {
-		style = s.Overview.Unhealthy
+	if st != nil && len(st.Members) > 0 {
+		if l := st.Leader(); l != nil {
+			parts = append(parts, s.Role.Leader.Render(i18n.T("ui.raft.sum.leader", l.Name, l.Status.Term)))
+		} else {
+			parts = append(parts, s.Role.Candidate.Render(i18n.T("ui.raft.sum.no-leader", st.Term())))
+		}
+		healthy := 0
+		for i := range st.Members {
+			if st.Members[i].Health() == lab.HealthHealthy {
+				healthy++
+			}
+		}
+		style := s.Overview.Healthy
+		if healthy < len(st.Members) {
+			style = s.Overview.Unhealthy
+		}
+		parts = append(parts, style.Render(i18n.T("ui.ov.healthy", healthy, len(st.Members))))
 	}
-	parts = append(parts, style.Render(i18n.T("ui.ov.healthy", healthy, len(st.Members))))
-	return common.JoinFitting(parts, v.width, s.Overview.Muted.Render(" · "))
+	if info != nil && info.LB != nil {
+		state := runtime.State("")
+		for _, ci := range comps {
+			if ci.Ref.Component == runtime.ComponentLB {
+				state = ci.State
+			}
+		}
+		parts = append(parts, compGlyph(s, state)+" "+i18n.T("ui.ov.lb"))
+	}
+	return common.JoinFitting(parts, v.width, v.paint.sep)
 }
 
-// nodeLines is what one master node's box says: its name, health and
-// address, then its components.
-func (v *View) nodeLines(info *lab.Info, m *labstate.Member, inner int) []string {
+// kubeLine is the second line: the API server's side, or why there is
+// none to show.
+func (v *View) kubeLine(ks *kubestate.State) string {
 	s := v.c.Styles
-	health := m.Health()
-	healthStyle := s.Overview.Healthy
-	mark := "✓ "
-	if health != lab.HealthHealthy {
-		healthStyle, mark = s.Overview.Unhealthy, "✗ "
+	w := v.width
+	switch {
+	case ks == nil:
+		return s.Overview.Muted.Render(common.Fit(i18n.T("ui.ov.kube.waiting"), w))
+	case ks.Conn.Stopped && ks.Conn.Err != "":
+		return common.JoinFitting([]string{s.Overview.Unhealthy.Render("✗ " + i18n.T("ui.ov.kube.stopped")),
+			s.Overview.Muted.Render(ks.Conn.Err)}, w, v.paint.sep)
+	case ks.Conn.Stopped:
+		return s.Overview.Muted.Render(common.Fit(i18n.T("ui.ov.kube.ended"), w))
+	case !ks.Conn.Connected && ks.Conn.Err != "":
+		return common.JoinFitting([]string{
+			s.Overview.Unhealthy.Render("✗ " + i18n.T("ui.ov.kube.down", ks.Conn.Since.Local().Format("15:04:05"))),
+			s.Overview.Muted.Render(ks.Conn.Err)}, w, v.paint.sep)
+	case !ks.Conn.Synced:
+		return s.Overview.Muted.Render(common.Fit(i18n.T("ui.ov.kube.syncing"), w))
 	}
-	title := s.Overview.NodeTitle.Render(m.Name)
-	badge := healthStyle.Render(mark + i18n.T("ui.health."+health))
-	gap := max(1, inner-lipgloss.Width(title)-lipgloss.Width(badge))
-	lines := []string{title + strings.Repeat(" ", gap) + badge}
-
-	if n := nodeOf(info, m.Name); n != nil {
-		lines = append(lines, s.Overview.Muted.Render(i18n.T("ui.ov.address", n.Host)))
-	}
-	role := m.Role()
-	etcdLine := s.Overview.Key.Render("etcd ") + s.RoleStyle(role).Render(raft.RoleWord(role))
-	if m.Running() {
-		etcdLine += s.Overview.Muted.Render(" · " + i18n.T("ui.raft.term") + fmt.Sprintf(" %d", m.Status.Term))
-	}
-	lines = append(lines, etcdLine)
-	if m.HasStatus {
-		lines = append(lines, s.Overview.Muted.Render(i18n.T("ui.ov.indexes", m.Status.Commit, m.Status.Applied)))
-	}
-	if m.Runtime != "" && m.Runtime != runtime.StateRunning {
-		lines = append(lines, s.Overview.Unhealthy.Render(i18n.T("ui.ov.component-state", string(m.Runtime))))
-	}
-	return lines
-}
-
-func nodeOf(info *lab.Info, name string) *runtime.Node {
-	if info == nil {
-		return nil
-	}
-	for i := range info.Nodes {
-		if info.Nodes[i].Name == name {
-			return &info.Nodes[i]
+	nodes := ks.Nodes()
+	ready := 0
+	for i := range nodes {
+		if nodes[i].IsReady() {
+			ready++
 		}
 	}
-	return nil
+	style := s.Overview.Healthy
+	if ready < len(nodes) {
+		style = s.Overview.Unhealthy
+	}
+	parts := []string{style.Render(i18n.T("ui.ov.kube.nodes", ready, len(nodes)))}
+	all := ks.AllCounts()
+	pods := i18n.T("ui.ov.kube.pods", all.Total())
+	for st, n := range all {
+		if n > 0 {
+			pods += " " + podStyle(s, kubestate.PodStatus(st)).Render(fmt.Sprintf("%s%d", podGlyphs[st], n))
+		}
+	}
+	parts = append(parts, pods)
+	if c := ks.Counts(""); c.Total() > 0 {
+		parts = append(parts, s.Role.Candidate.Render(i18n.T("ui.ov.kube.unscheduled", c.Total())))
+	}
+	switch pc := ks.ProxyConfig; {
+	case pc.Err != "":
+		parts = append(parts, s.Overview.Unhealthy.Render(i18n.T("ui.ov.kube.proxy-config-bad")))
+	case pc.Exists:
+		parts = append(parts, i18n.T("ui.ov.kube.proxy-mode", pc.Mode))
+	}
+	return common.JoinFitting(parts, w, v.paint.sep)
+}
+
+// legend explains the marks on screen: the star, and the glyph of each
+// pod status there are pods in.
+func (v *View) legend(ks *kubestate.State) string {
+	s := v.c.Styles
+	parts := []string{s.Role.Leader.Render("★") + " " + s.Overview.Muted.Render(i18n.T("ui.ov.legend.star"))}
+	if ks != nil {
+		all := ks.AllCounts()
+		for st, n := range all {
+			if n > 0 {
+				parts = append(parts, v.paint.runs[st][1]+" "+s.Overview.Muted.Render(i18n.T(podWords[st])))
+			}
+		}
+	}
+	return common.JoinFitting(parts, v.width, "  ")
 }

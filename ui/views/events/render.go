@@ -1,0 +1,317 @@
+package events
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/ui/common"
+)
+
+// Layout.
+const (
+	// maxRequestColumn bounds a request column's natural width: a service
+	// account's user name runs to fifty cells.
+	maxRequestColumn = 24
+	// paneChrome is a pane's title and header lines.
+	paneChrome = 2
+	// markerWidth is the selection marker before each event row.
+	markerWidth = 2
+)
+
+// split returns the heights of the upper and lower panes and whether the
+// filter line shows.
+func (v *View) split() (upper, lower int, filterLine bool) {
+	h := v.height
+	if v.editing {
+		filterLine = true
+		h--
+	}
+	upper = max((h*11+19)/20, paneChrome+1) // a little over half
+	lower = max(h-upper, 0)
+	return upper, lower, filterLine
+}
+
+// eventRows is how many events the upper pane shows.
+func (v *View) eventRows() int {
+	upper, _, _ := v.split()
+	return max(upper-paneChrome, 1)
+}
+
+// Render draws the view.
+func (v *View) Render() string {
+	w, h := v.width, v.height
+	if w <= 0 || h <= 0 {
+		return ""
+	}
+	lk := lookOf(v.c.Styles)
+	if !v.started {
+		out := []string{lk.Title.Render(i18n.T("ui.events.title")), ""}
+		out = append(out, wrap(i18n.T("ui.events.no-cluster"), w, "")...)
+		return common.Lines(strings.Join(out, "\n"), w, h)
+	}
+	upper, lower, filterLine := v.split()
+	out := fill(v.eventsPane(lk, upper), upper)
+	if v.explaining {
+		out = append(out, fill(v.explainPane(lk, lower), lower)...)
+	} else {
+		out = append(out, fill(v.requestsPane(lk, lower), lower)...)
+	}
+	if filterLine {
+		out = append(out, lk.Prompt.Render("/ ")+v.filter+"▏"+lk.Muted.Render("  "+i18n.T("ui.events.filter-help")))
+	}
+	return common.Lines(strings.Join(out, "\n"), w, h)
+}
+
+// filterNote says how many rows the filter keeps.
+func (v *View) filterNote(lk look, shown, all int) string {
+	if v.filter == "" {
+		return ""
+	}
+	return lk.Prompt.Render(i18n.T("ui.events.filtered", v.filter, shown, all))
+}
+
+// eventsPane draws the Events in height lines: the title, the header and
+// the rows around the selected event.
+func (v *View) eventsPane(lk look, height int) []string {
+	w := v.width
+	visible := v.visibleEvents()
+	var state string
+	switch {
+	case v.eventsErr != "":
+		state = lk.Bad.Render(i18n.T("ui.events.not-connected"))
+	case !v.listed:
+		state = lk.Muted.Render(i18n.T("ui.events.connecting"))
+	case v.watching:
+		state = lk.Muted.Render(i18n.T("ui.events.watching"))
+	}
+	title := common.JoinFitting([]string{
+		lk.Title.Render(i18n.T("ui.events.title")),
+		v.filterNote(lk, len(visible), len(v.events.rows)),
+		lk.Muted.Render(i18n.T("ui.events.count-events", len(v.events.rows))),
+		state,
+	}, w, lk.Muted.Render(" · "))
+	out := []string{title}
+	if height <= 1 {
+		return out[:height]
+	}
+
+	cols := []column{
+		{Title: i18n.T("ui.events.col.time"), Want: 8, Min: 8, Drop: 2},
+		{Title: i18n.T("ui.events.col.type"), Want: 7, Min: 4, Drop: 1},
+		{Title: i18n.T("ui.events.col.reason"), Min: 8},
+		{Title: i18n.T("ui.events.col.namespace"), Min: 6, Drop: 3},
+		{Title: i18n.T("ui.events.col.object"), Min: 14},
+		{Title: i18n.T("ui.events.col.note"), Min: 24, Flex: true},
+	}
+	for _, i := range visible {
+		r := &v.events.rows[i]
+		// A reason is what a student searches for: it keeps its width.
+		cols[2].Want = max(cols[2].Want, min(len(r.Reason), 24))
+		cols[2].Min = cols[2].Want
+		cols[3].Want = max(cols[3].Want, min(len(r.Namespace), 16))
+		cols[4].Want = max(cols[4].Want, min(len(r.object()), 36))
+	}
+	ws := fitColumns(cols, w-markerWidth)
+	titles := make([]string, len(cols))
+	for i, c := range cols {
+		titles[i] = c.Title
+	}
+	out = append(out, lk.Muted.Render(strings.Repeat(" ", markerWidth)+cells(cols, ws, titles)))
+
+	rows := height - paneChrome
+	if len(visible) == 0 {
+		msg := i18n.T("ui.events.none")
+		switch {
+		case v.filter != "" && len(v.events.rows) > 0:
+			msg = i18n.T("ui.events.none-match")
+		case !v.listed && v.eventsErr == "":
+			msg = i18n.T("ui.events.waiting")
+		case !v.listed:
+			msg = i18n.T("ui.events.unreachable")
+		}
+		out = append(out, wrapStyled(lk.Muted, msg, w, strings.Repeat(" ", markerWidth))...)
+		if v.eventsErr != "" {
+			out = append(out, wrapStyled(lk.Bad, v.eventsErr, w, strings.Repeat(" ", markerWidth))...)
+		}
+		return out
+	}
+	cur := v.cursor(visible)
+	first := min(max(cur-rows/2, 0), max(len(visible)-rows, 0))
+	if v.selected == "" {
+		first = max(len(visible)-rows, 0)
+	}
+	for p := first; p < min(first+rows, len(visible)); p++ {
+		r := &v.events.rows[visible[p]]
+		typ, reason := r.Type, r.Reason
+		if r.Type != "Normal" {
+			typ, reason = lk.Warn.Render(typ), lk.Warn.Render(reason)
+		}
+		line := cells(cols, ws, []string{clock(r.Time, v.loc), typ, reason, r.Namespace, r.object(), oneLine(r.Note)})
+		marker := strings.Repeat(" ", markerWidth)
+		if p == cur && (v.selected != "" || v.explaining) {
+			marker = lk.Selected.Render("▸ ")
+		}
+		out = append(out, common.Fit(marker+line, w))
+	}
+	return out
+}
+
+// requestsPane draws the request log in height lines, the newest last.
+func (v *View) requestsPane(lk look, height int) []string {
+	w := v.width
+	visible := v.visibleRequests()
+	parts := []string{
+		lk.Title.Render(i18n.T("ui.events.requests")),
+		v.filterNote(lk, len(visible), len(v.requests.rows)),
+		lk.Muted.Render(i18n.T("ui.events.count-requests", len(v.requests.rows))),
+	}
+	for _, s := range v.servers {
+		switch {
+		case s.Connected:
+			parts = append(parts, lk.Good.Render("✓ ")+s.Node)
+		case s.Err != "":
+			parts = append(parts, lk.Bad.Render("✗ "+s.Node+" "+i18n.T("ui.events.retrying")))
+		default:
+			parts = append(parts, lk.Muted.Render("… "+s.Node))
+		}
+	}
+	out := []string{common.JoinFitting(parts, w, lk.Muted.Render(" · "))}
+	if height <= 1 {
+		return out[:height]
+	}
+	// One column per field; the server's only when there are several.
+	type field struct {
+		column
+		value func(r *requestRow) string
+	}
+	fields := []field{{column{Title: i18n.T("ui.events.col.time"), Want: 8, Min: 8, Drop: 3}, func(r *requestRow) string { return clock(r.Time, v.loc) }}}
+	if len(v.servers) > 1 {
+		fields = append(fields, field{column{Title: i18n.T("ui.events.col.server"), Min: 4, Drop: 4}, func(r *requestRow) string { return r.Server }})
+	}
+	fields = append(fields,
+		field{column{Title: i18n.T("ui.events.col.verb"), Min: 4}, func(r *requestRow) string { return r.Verb }},
+		field{column{Title: i18n.T("ui.events.col.resource"), Min: 8}, (*requestRow).resource},
+		field{column{Title: i18n.T("ui.events.col.object"), Min: 20, Flex: true}, (*requestRow).object},
+		field{column{Title: i18n.T("ui.events.col.user"), Min: 10, Drop: 1}, func(r *requestRow) string { return r.User }},
+		field{column{Title: i18n.T("ui.events.col.code"), Want: 3, Min: 3, AlignRight: true}, func(r *requestRow) string {
+			code := strconv.Itoa(r.Code)
+			switch {
+			case r.Code >= 500:
+				return lk.Bad.Render(code)
+			case r.Code >= 400:
+				return lk.Warn.Render(code)
+			}
+			return code
+		}},
+		field{column{Title: i18n.T("ui.events.col.latency"), Min: 5, AlignRight: true, Drop: 2}, (*requestRow).latency},
+	)
+	cols := make([]column, len(fields))
+	titles := make([]string, len(fields))
+	for j, f := range fields {
+		cols[j], titles[j] = f.column, f.Title
+		if f.Flex {
+			continue
+		}
+		for _, i := range visible {
+			cols[j].Want = max(cols[j].Want, min(lipgloss.Width(f.value(&v.requests.rows[i])), maxRequestColumn))
+		}
+	}
+	ws := fitColumns(cols, w)
+	out = append(out, lk.Muted.Render(cells(cols, ws, titles)))
+	rows := height - paneChrome
+	if len(visible) == 0 {
+		msg := i18n.T("ui.events.no-requests")
+		switch {
+		case v.filter != "" && len(v.requests.rows) > 0:
+			msg = i18n.T("ui.events.none-match")
+		case !v.anyServerConnected():
+			msg = i18n.T("ui.events.requests-waiting")
+		}
+		out = append(out, wrapStyled(lk.Muted, msg, w, "")...)
+		for _, s := range v.servers {
+			if s.Err != "" {
+				out = append(out, wrapStyled(lk.Bad, s.Node+": "+s.Err, w, "")...)
+			}
+		}
+		return out
+	}
+	for _, i := range visible[max(len(visible)-rows, 0):] {
+		r := &v.requests.rows[i]
+		values := make([]string, len(fields))
+		for j, f := range fields {
+			values[j] = f.value(r)
+		}
+		out = append(out, common.Fit(cells(cols, ws, values), w))
+	}
+	return out
+}
+
+func (v *View) anyServerConnected() bool {
+	for _, s := range v.servers {
+		if s.Connected {
+			return true
+		}
+	}
+	return false
+}
+
+// explainPane explains the selected event in height lines, in place of
+// the request log.
+func (v *View) explainPane(lk look, height int) []string {
+	w := v.width
+	r := v.current()
+	if r == nil {
+		return nil
+	}
+	title := common.JoinFitting([]string{
+		lk.Title.Render(i18n.T("ui.events.why-title", r.Reason)),
+		r.Type,
+		lk.Muted.Render(r.object()),
+	}, w, lk.Muted.Render(" · "))
+	out := []string{title}
+	body := explanation(r, w, v.loc)
+	room := height - 2 // the title and the closing hint
+	if len(body) > room {
+		body = body[:max(room, 0)]
+	}
+	out = append(out, body...)
+	if height > 1 {
+		out = append(out, lk.Muted.Render(common.Fit(i18n.T("ui.events.explain-help"), w)))
+	}
+	return out[:min(len(out), height)]
+}
+
+// fill makes lines exactly height lines long.
+func fill(lines []string, height int) []string {
+	if len(lines) > height {
+		return lines[:height]
+	}
+	for len(lines) < height {
+		lines = append(lines, "")
+	}
+	return lines
+}
+
+// oneLine puts a multi-line note on one line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// wrapStyled wraps text and styles every line after its indent.
+func wrapStyled(style interface{ Render(...string) string }, text string, width int, indent string) []string {
+	lines := wrap(text, width, indent)
+	for i, l := range lines {
+		lines[i] = indent + style.Render(strings.TrimPrefix(l, indent))
+	}
+	return lines
+}
+
+// clock is the time of day of t, as the tables show it.
+func clock(t time.Time, loc *time.Location) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.In(loc).Format("15:04:05")
+}

@@ -1,0 +1,97 @@
+package proxy
+
+import (
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/klab-dev/klab/ui/styles"
+)
+
+// look names the styles the view draws with, taken from the TUI's Styles
+// (which has no group for this view yet): everything it colours is here,
+// by what it is.
+type look struct {
+	Title, Muted, Value, Selected lipgloss.Style
+	Good, Bad, Busy               lipgloss.Style
+	Added, Removed                lipgloss.Style
+	Bar, FailBar, Rule            lipgloss.Style
+}
+
+func lookOf(s *styles.Styles) look {
+	return look{
+		Title:    s.Overview.NodeTitle,
+		Muted:    s.Overview.Muted,
+		Value:    s.Overview.Value,
+		Selected: s.Dialog.ItemSelected,
+		Good:     s.Overview.Healthy,
+		Bad:      s.Overview.Unhealthy,
+		Busy:     s.Home.StepRunning,
+		Added:    s.Status.Success,
+		Removed:  s.Role.Down,
+		Bar:      s.Raft.MsgApp,
+		FailBar:  s.Role.Down,
+		Rule:     s.Raft.Lane,
+	}
+}
+
+// wrap breaks a line of rules into rows of at most width cells, at spaces
+// where it can, continuing under its own indentation plus indent cells, as
+// a long rule reads best when the eye can find where each one starts.
+func wrap(line string, width, indent int) []string {
+	if width <= 0 {
+		return nil
+	}
+	if ansi.StringWidth(line) <= width {
+		return []string{line}
+	}
+	body := strings.TrimLeft(line, " ")
+	lead := len(line) - len(body)
+	if lead+indent >= width/2 {
+		lead, indent = 0, 0
+	}
+	var out []string
+	cur, curW, empty := strings.Repeat(" ", lead), lead, true
+	flush := func() {
+		out = append(out, cur)
+		cur, curW, empty = strings.Repeat(" ", lead+indent), lead+indent, true
+	}
+	for _, word := range strings.Split(body, " ") {
+		ww := ansi.StringWidth(word)
+		if !empty && curW+1+ww > width {
+			flush()
+		}
+		for curW+ww > width { // a word longer than a row
+			room := width - curW
+			cur += ansi.Cut(word, 0, room)
+			word = ansi.Cut(word, room, ww)
+			ww -= room
+			flush()
+		}
+		if !empty {
+			cur += " "
+			curW++
+		}
+		cur += word
+		curW += ww
+		empty = false
+	}
+	if !empty {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// bar draws count against full in width cells, to an eighth of a cell.
+func bar(count, full, width int) string {
+	if full <= 0 || width <= 0 {
+		return ""
+	}
+	eighths := count * width * 8 / full
+	if count > 0 && eighths == 0 {
+		eighths = 1 // an answer shows, however few
+	}
+	partial := []string{"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"}
+	return strings.Repeat("█", eighths/8) + partial[eighths%8]
+}
