@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 	kubectlcmd "k8s.io/kubectl/pkg/cmd"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
@@ -38,34 +40,100 @@ func newKubectlCmd() *cobra.Command {
 				if info.Kubeconfig == "" {
 					return i18n.NewError("status.err.no-answer", name, nameHint(name))
 				}
-				if err := os.Setenv(kubeconfigEnv, info.Kubeconfig); err != nil {
+				restore, err := setenv(kubeconfigEnv, info.Kubeconfig)
+				if err != nil {
 					return err
 				}
+				defer restore()
 			}
 			if err := checkManifests(args); err != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), "error: "+err.Error())
 				return exitError{code: 1}
 			}
-			return runKubectl(args)
+			return runKubectl(cmd, args)
 		},
 	}
 }
 
-// runKubectl runs the real kubectl with args, as its own main does. kubectl
-// reports its errors itself and exits the process on them.
-func runKubectl(args []string) error {
+// kubectlFatal carries a fatal error's exit code from kubectl's error
+// handler back to runKubectl.
+type kubectlFatal struct{ code int }
+
+// runKubectl runs the real kubectl with args, as its own main does, on the
+// command's streams. kubectl reports its errors itself and ends the
+// process on them (cmdutil.CheckErr); here such an error ends only this
+// run, with kubectl's message on stderr and its exit code, so that klab
+// can run kubectl for a lesson or the TUI and go on. Whatever kubectl
+// changes process-wide is put back afterwards.
+func runKubectl(cmd *cobra.Command, args []string) (err error) {
+	defer func(saved []string) { os.Args = saved }(os.Args)
 	os.Args = append([]string{"kubectl"}, args...)
+	// kubectl points client-go's warnings at its stderr for the run.
+	defer rest.SetDefaultWarningHandlerWithContext(rest.WarningLogger{})
+	stderr := cmd.ErrOrStderr()
+	self := goroutineID()
+	cmdutil.BehaviorOnFatal(func(msg string, code int) {
+		// As kubectl's own handler prints it.
+		if msg != "" {
+			if !strings.HasSuffix(msg, "\n") {
+				msg += "\n"
+			}
+			fmt.Fprint(stderr, msg)
+		}
+		if goroutineID() != self {
+			// A goroutine kubectl started itself (kubectl cp does)
+			// cannot unwind to here: it ends the process, as kubectl
+			// would.
+			os.Exit(code)
+		}
+		panic(kubectlFatal{code: code})
+	})
+	defer cmdutil.DefaultBehaviorOnFatal()
+	defer func() {
+		if r := recover(); r != nil {
+			fatal, ok := r.(kubectlFatal)
+			if !ok {
+				panic(r)
+			}
+			err = exitError{code: fatal.code}
+		}
+	}()
 	command := kubectlcmd.NewDefaultKubectlCommandWithArgs(kubectlcmd.KubectlOptions{
 		PluginHandler: nil,
 		Arguments:     os.Args,
 		ConfigFlags:   kubectlConfigFlags(),
-		IOStreams:     kubectlStreams(),
+		IOStreams:     kubectlStreams(cmd),
 	})
 	command.SetArgs(args)
 	if err := command.Execute(); err != nil {
 		cmdutil.CheckErr(err)
 	}
 	return nil
+}
+
+// goroutineID returns the number of the calling goroutine, as its stack
+// trace names it.
+func goroutineID() string {
+	var buf [64]byte
+	s := strings.TrimPrefix(string(buf[:runtime.Stack(buf[:], false)]), "goroutine ")
+	id, _, _ := strings.Cut(s, " ")
+	return id
+}
+
+// setenv sets an environment variable and returns what puts it back as it
+// was.
+func setenv(key, value string) (restore func(), err error) {
+	old, had := os.LookupEnv(key)
+	if err := os.Setenv(key, value); err != nil {
+		return nil, err
+	}
+	return func() {
+		if had {
+			os.Setenv(key, old)
+		} else {
+			os.Unsetenv(key)
+		}
+	}, nil
 }
 
 // checkManifests looks at the files `apply -f`, `create -f` and

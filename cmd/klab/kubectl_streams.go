@@ -1,8 +1,7 @@
 package main
 
 import (
-	"os"
-
+	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
@@ -11,6 +10,8 @@ func kubectlConfigFlags() *genericclioptions.ConfigFlags {
 	return genericclioptions.NewConfigFlags(true).WithDeprecatedPasswordFlag().WithDiscoveryBurst(300).WithDiscoveryQPS(50.0)
 }
 
-func kubectlStreams() genericiooptions.IOStreams {
-	return genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+// kubectlStreams gives kubectl klab's command's streams: the process's
+// own from a shell, a buffer when klab runs kubectl for a lesson.
+func kubectlStreams(cmd *cobra.Command) genericiooptions.IOStreams {
+	return genericiooptions.IOStreams{In: cmd.InOrStdin(), Out: cmd.OutOrStdout(), ErrOut: cmd.ErrOrStderr()}
 }

@@ -30,6 +30,7 @@ func flagUsages(fs *pflag.FlagSet) string {
 // that help texts are rendered in the language current at that moment.
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	spec := lab.DefaultSpec()
+	var lesson string
 	root := &cobra.Command{
 		Use:           "klab",
 		Short:         i18n.T("cli.root.short"),
@@ -41,7 +42,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// In a terminal, a bare `klab` opens the TUI; elsewhere (a
 			// pipe, a test) it introduces itself.
-			if ran, err := runTUI(cmd, spec, os.Stdin); ran {
+			if ran, err := runTUI(cmd, spec, lesson, os.Stdin); ran {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), i18n.T("cli.intro"))
@@ -49,7 +50,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 			return cmd.Help()
 		},
 	}
-	addTUIFlags(root, &spec)
+	addTUIFlags(root, &spec, &lesson)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.CompletionOptions.DisableDefaultCmd = true
@@ -83,6 +84,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newTrafficCmd(),
 		newEtcdctlCmd(),
 		newKubectlCmd(),
+		newLessonsCmd(),
 		newComponentCmd(),
 	)
 	localizeBuiltinFlags(root)
