@@ -112,7 +112,11 @@ func TestDockerCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
-	c, err := Up(ctx, Spec{Name: name, Masters: 3, Workers: 3, Speed: 20, Runtime: RuntimeDocker, NoFsync: true}, Options{Binary: bin})
+	// Speed 10, not more: above it the schedulers' and controller
+	// managers' leases stay at one second with a renew deadline of 666 ms,
+	// which 25 containers starting on two cores can miss, and a leader
+	// that misses it exits as upstream's does.
+	c, err := Up(ctx, Spec{Name: name, Masters: 3, Workers: 3, Speed: 10, Runtime: RuntimeDocker, NoFsync: true}, Options{Binary: bin})
 	if err != nil {
 		t.Fatalf("Up: %v", err)
 	}
