@@ -217,7 +217,7 @@ func (o *Observer) pollStatus(ctx context.Context, m MemberInfo) {
 		case <-o.refresh[m.Name]:
 		case <-timer.C:
 		}
-		st, err := fetchStatus(ctx, m.DebugURL)
+		st, err := FetchStatus(ctx, statusClient, m.DebugURL)
 		if ctx.Err() != nil {
 			return
 		}

@@ -168,20 +168,22 @@ var statusClient = &http.Client{Timeout: statusTimeout}
 func fetchAll(ctx context.Context, members []MemberInfo) []memberAnswer {
 	out := make([]memberAnswer, len(members))
 	eachMember(members, func(i int, m MemberInfo) {
-		out[i].status, out[i].err = fetchStatus(ctx, m.DebugURL)
+		out[i].status, out[i].err = FetchStatus(ctx, statusClient, m.DebugURL)
 	})
 	return out
 }
 
-// fetchStatus GETs a member's /debug/klab/status.
-func fetchStatus(ctx context.Context, debugURL string) (etcd.Status, error) {
+// FetchStatus GETs a member's /debug/klab/status (debugURL is
+// MemberInfo.DebugURL) through hc, waiting at most a second: a member that
+// takes longer is as good as unreachable.
+func FetchStatus(ctx context.Context, hc *http.Client, debugURL string) (etcd.Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, debugURL+"/status", nil)
 	if err != nil {
 		return etcd.Status{}, err
 	}
-	resp, err := statusClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return etcd.Status{}, err
 	}

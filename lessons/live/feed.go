@@ -96,7 +96,7 @@ func StartFeed(ctx context.Context, info *lab.Info, opts FeedOptions) *Feed {
 		out:       make(chan []lessons.Observation),
 		synced:    make(chan struct{}),
 		noMembers: opts.NoMembers,
-		hc:        &http.Client{Timeout: statusTimeout, Transport: &http.Transport{}},
+		hc:        &http.Client{Timeout: time.Second, Transport: &http.Transport{}},
 	}
 	f.keys.init(f)
 	waiting := map[string]bool{sourceNodes: true, sourcePods: true}
@@ -269,7 +269,7 @@ func (f *Feed) readStatuses() []lessons.Observation {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, err := fetchStatus(f.ctx, f.hc, m.DebugURL)
+			st, err := lab.FetchStatus(f.ctx, f.hc, m.DebugURL)
 			if err != nil {
 				answers[i] = []lessons.Observation{lessons.MemberObserved{Member: m.Name, State: lessons.MemberUnreachable}}
 				return
