@@ -3,7 +3,6 @@ package common
 import (
 	"strings"
 
-	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 )
 
@@ -16,7 +15,7 @@ func Fit(s string, width int) string {
 	if width <= 0 {
 		return ""
 	}
-	if lipgloss.Width(s) <= width {
+	if Width(s) <= width {
 		return s
 	}
 	return ansi.Truncate(s, width, "…")
@@ -24,8 +23,15 @@ func Fit(s string, width int) string {
 
 // Pad fits s to exactly width cells, padding with spaces on the right.
 func Pad(s string, width int) string {
-	s = Fit(s, width)
-	if w := lipgloss.Width(s); w < width {
+	if width <= 0 {
+		return ""
+	}
+	w := Width(s)
+	if w > width {
+		s = ansi.Truncate(s, width, "…")
+		w = Width(s)
+	}
+	if w < width {
 		s += strings.Repeat(" ", width-w)
 	}
 	return s
@@ -37,12 +43,12 @@ func Pad(s string, width int) string {
 func Pack(items []string, width int, sep string) []string {
 	var lines []string
 	cur, curW := "", 0
-	sepW := lipgloss.Width(sep)
+	sepW := Width(sep)
 	for _, it := range items {
 		if it == "" {
 			continue
 		}
-		w := lipgloss.Width(it)
+		w := Width(it)
 		switch {
 		case curW == 0:
 			cur, curW = Fit(it, width), min(w, width)
@@ -68,9 +74,9 @@ func JoinFitting(parts []string, width int, sep string) string {
 		if p == "" {
 			continue
 		}
-		pw := lipgloss.Width(p)
+		pw := Width(p)
 		if w > 0 {
-			pw += lipgloss.Width(sep)
+			pw += Width(sep)
 		}
 		if w+pw > width {
 			if w == 0 {
@@ -108,7 +114,7 @@ func Lines(s string, width, height int) string {
 func Overlay(bg, fg string, width, height int) string {
 	bgLines := strings.Split(Lines(bg, width, height), "\n")
 	fgLines := strings.Split(fg, "\n")
-	fw := lipgloss.Width(fg)
+	fw := Width(fg)
 	if fw > width {
 		fw = width
 	}
@@ -124,7 +130,7 @@ func Overlay(bg, fg string, width, height int) string {
 		// empty: fill it so the row keeps its width.
 		before := Pad(ansi.Cut(row, 0, left), left)
 		after := ansi.Cut(row, left+fw, width)
-		if gap := width - left - fw - lipgloss.Width(after); gap > 0 {
+		if gap := width - left - fw - Width(after); gap > 0 {
 			after = strings.Repeat(" ", gap) + after
 		}
 		bgLines[y] = before + Pad(l, fw) + after

@@ -59,7 +59,7 @@ func (m *Model) formLines(w int) []string {
 	labelW := 0
 	labels := map[int]string{rowLang: "ui.home.lang", rowMasters: "ui.home.masters", rowWorkers: "ui.home.workers", rowSpeed: "ui.home.speed", rowRuntime: "ui.home.runtime", rowName: "ui.home.name"}
 	for _, l := range labels {
-		labelW = max(labelW, lipgloss.Width(i18n.T(l)))
+		labelW = max(labelW, common.Width(i18n.T(l)))
 	}
 	labelW += 2
 	values := map[int]string{
@@ -180,7 +180,7 @@ func (m *Model) lessonLine(index int, focused bool, w int) string {
 	if m.lesson == l {
 		chosen = "✓ "
 	}
-	titleW := max(w-lipgloss.Width(marker)-lipgloss.Width(prog)-2, 8)
+	titleW := max(w-common.Width(marker)-common.Width(prog)-2, 8)
 	style := s.List.Item
 	if focused {
 		style = s.List.ItemSelected

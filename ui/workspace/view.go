@@ -79,14 +79,14 @@ func (m *Model) header() string {
 	}
 	right := s.Header.Muted.Render(" " + where + " ")
 	t := tabs(false)
-	gap := m.width - lipgloss.Width(left) - lipgloss.Width(t) - lipgloss.Width(right)
+	gap := m.width - common.Width(left) - common.Width(t) - common.Width(right)
 	if gap < 1 {
 		right = ""
-		gap = m.width - lipgloss.Width(left) - lipgloss.Width(t)
+		gap = m.width - common.Width(left) - common.Width(t)
 	}
 	if gap < 1 {
 		t = tabs(true)
-		gap = m.width - lipgloss.Width(left) - lipgloss.Width(t)
+		gap = m.width - common.Width(left) - common.Width(t)
 	}
 	line := left + s.Header.Bar.Render(" ") + t + s.Header.Bar.Render(strings.Repeat(" ", max(gap-1, 0))) + right
 	return common.Pad(common.Fit(line, m.width), m.width)

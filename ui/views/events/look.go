@@ -47,7 +47,7 @@ func fitColumns(cols []column, width int) []int {
 	ws := make([]int, len(cols))
 	flex := 0
 	for i, c := range cols {
-		ws[i] = max(c.Want, c.Min, lipgloss.Width(c.Title))
+		ws[i] = max(c.Want, c.Min, common.Width(c.Title))
 		if c.Flex {
 			flex = i
 		}
@@ -76,7 +76,7 @@ func fitColumns(cols []column, width int) []int {
 	shrink := func() bool {
 		widest := -1
 		for i, c := range cols {
-			if i != flex && ws[i] > max(c.Min, lipgloss.Width(c.Title)) && (widest < 0 || ws[i] > ws[widest]) {
+			if i != flex && ws[i] > max(c.Min, common.Width(c.Title)) && (widest < 0 || ws[i] > ws[widest]) {
 				widest = i
 			}
 		}
@@ -116,7 +116,7 @@ func cells(cols []column, ws []int, values []string) string {
 		first = false
 		if cols[i].AlignRight {
 			v = common.Fit(v, ws[i])
-			b.WriteString(strings.Repeat(" ", ws[i]-lipgloss.Width(v)) + v)
+			b.WriteString(strings.Repeat(" ", ws[i]-common.Width(v)) + v)
 		} else {
 			b.WriteString(common.Pad(v, ws[i]))
 		}
@@ -127,7 +127,7 @@ func cells(cols []column, ws []int, values []string) string {
 // wrap breaks plain text into lines of at most width cells at spaces,
 // each line starting with indent, which counts in the width.
 func wrap(text string, width int, indent string) []string {
-	lines := common.Pack(strings.Fields(text), max(width-lipgloss.Width(indent), 8), " ")
+	lines := common.Pack(strings.Fields(text), max(width-common.Width(indent), 8), " ")
 	if len(lines) == 0 {
 		return []string{indent}
 	}

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/lipgloss"
-
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/ui/common"
 )
@@ -217,7 +215,7 @@ func (v *View) requestsPane(lk look, height int) []string {
 			continue
 		}
 		for _, i := range visible {
-			cols[j].Want = max(cols[j].Want, min(lipgloss.Width(f.value(&v.requests.rows[i])), maxRequestColumn))
+			cols[j].Want = max(cols[j].Want, min(common.Width(f.value(&v.requests.rows[i])), maxRequestColumn))
 		}
 	}
 	ws := fitColumns(cols, w)

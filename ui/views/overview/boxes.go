@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/charmbracelet/lipgloss"
-
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/lab"
 	"github.com/klab-dev/klab/cluster/runtime"
@@ -78,7 +76,7 @@ func (v *View) boxLines(n *node, inner int, d detail) []string {
 	}
 	if n.synced {
 		label := s.Overview.Key.Render(i18n.T("ui.ov.pods-label")) + " "
-		lw := lipgloss.Width(label)
+		lw := common.Width(label)
 		row, _ := v.podRow(&n.pods, inner-lw)
 		if row == "" {
 			row = s.Overview.Muted.Render(i18n.T("ui.ov.no-pods"))
@@ -102,7 +100,7 @@ func (v *View) addressLines(n *node, inner int) []string {
 		return nil
 	}
 	muted := v.c.Styles.Overview.Muted
-	if joined := strings.Join(parts, " · "); lipgloss.Width(joined) <= inner {
+	if joined := strings.Join(parts, " · "); common.Width(joined) <= inner {
 		return []string{muted.Render(joined)}
 	}
 	out := make([]string, len(parts))
@@ -115,13 +113,13 @@ func (v *View) addressLines(n *node, inner int) []string {
 // titleLine is the node's name and, on the right, its Ready condition.
 func (v *View) titleLine(n *node, inner int) string {
 	title := v.c.Styles.Overview.NodeTitle.Render(common.Fit(n.name, inner))
-	tw := lipgloss.Width(title)
+	tw := common.Width(title)
 	for _, short := range []bool{false, true} {
 		badge := readyBadge(v.c.Styles, n, short)
 		if badge == "" {
 			break
 		}
-		if bw := lipgloss.Width(badge); tw+1+bw <= inner {
+		if bw := common.Width(badge); tw+1+bw <= inner {
 			return title + strings.Repeat(" ", inner-tw-bw) + badge
 		}
 	}
@@ -162,7 +160,7 @@ func (v *View) etcdLine(m *labstate.Member, inner int) string {
 	}
 	withRole := head + s.RoleStyle(role).Render(raft.RoleWord(role))
 	withTerm := withRole + s.Overview.Muted.Render(" · "+i18n.T("ui.raft.term")+fmt.Sprintf(" %d", m.Status.Term))
-	if lipgloss.Width(withTerm) <= inner {
+	if common.Width(withTerm) <= inner {
 		return withTerm
 	}
 	return common.Fit(withRole, inner)
@@ -180,7 +178,7 @@ func (v *View) compLine(n *node, c comp, inner int) string {
 			if extra != "" {
 				line += " " + extra
 			}
-			if lipgloss.Width(line) <= inner {
+			if common.Width(line) <= inner {
 				return line
 			}
 		}

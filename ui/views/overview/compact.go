@@ -4,8 +4,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/charmbracelet/lipgloss"
-
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/runtime"
 	"github.com/klab-dev/klab/ui/common"
@@ -72,8 +70,8 @@ func (v *View) row(n *node) row {
 		}
 		r.mode = style.Render(n.proxy.Mode)
 	}
-	r.nameW, r.readyW = lipgloss.Width(r.name), lipgloss.Width(r.ready)
-	r.compsW, r.modeW = lipgloss.Width(r.comps), lipgloss.Width(r.mode)
+	r.nameW, r.readyW = common.Width(r.name), common.Width(r.ready)
+	r.compsW, r.modeW = common.Width(r.comps), common.Width(r.mode)
 	return r
 }
 
@@ -186,10 +184,10 @@ type colWidths struct{ name, ready, comps, mode, pods int }
 // left, and drops the least telling columns when too little is.
 func (v *View) columns(rs []row, width int) colWidths {
 	var c colWidths
-	c.name = lipgloss.Width(i18n.T("ui.ov.col.node"))
-	c.ready = lipgloss.Width(i18n.T("ui.ov.col.status"))
-	c.comps = lipgloss.Width(i18n.T("ui.ov.col.components"))
-	c.mode = lipgloss.Width(i18n.T("ui.ov.col.proxy"))
+	c.name = common.Width(i18n.T("ui.ov.col.node"))
+	c.ready = common.Width(i18n.T("ui.ov.col.status"))
+	c.comps = common.Width(i18n.T("ui.ov.col.components"))
+	c.mode = common.Width(i18n.T("ui.ov.col.proxy"))
 	for i := range rs {
 		c.name = max(c.name, rs[i].nameW)
 		c.ready = max(c.ready, rs[i].readyW)

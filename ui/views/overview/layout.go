@@ -1,8 +1,6 @@
 package overview
 
 import (
-	"github.com/charmbracelet/lipgloss"
-
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/runtime"
 	"github.com/klab-dev/klab/ui/common"
@@ -127,7 +125,7 @@ func (v *View) boxHeight(n *node, inner int, d detail) int {
 				h++
 			}
 		case d >= detailPacked:
-			packed = append(packed, lipgloss.Width(v.compTag(n, c, true)))
+			packed = append(packed, common.Width(v.compTag(n, c, true)))
 		default:
 			h++
 		}

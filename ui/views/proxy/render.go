@@ -94,7 +94,7 @@ func (v *View) layout() layout {
 	w, h := v.width, v.height
 	l := layout{head: v.headLines(w)}
 	avail := h - len(l.head) - 1 // the rules' title
-	sep := lipgloss.Width(colSep)
+	sep := common.Width(colSep)
 	natural := func(f func(int, int) []string, width int) int { return len(f(width, h)) }
 	if w >= wideWidth {
 		svcW := min(max(w/5, 22), 36)

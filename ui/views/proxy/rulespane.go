@@ -31,7 +31,7 @@ func (v *View) rulesTitle(w, rowsH, total int) string {
 		parts = append(parts, lk.Muted.Render(i18n.T("ui.proxy.rules.rows", from+1, min(from+rowsH, total), total)))
 	}
 	line := common.JoinFitting(parts, w, lk.Muted.Render(" · "))
-	if fill := w - lipgloss.Width(line) - 1; fill > 0 {
+	if fill := w - common.Width(line) - 1; fill > 0 {
 		line += " " + lk.Rule.Render(strings.Repeat("─", fill))
 	}
 	return line

@@ -55,7 +55,7 @@ func (v *View) endpointLines(w, h int) []string {
 	}
 	podW, ipW := 0, 0
 	for _, e := range eps {
-		podW, ipW = max(podW, lipgloss.Width(e.Pod)), max(ipW, lipgloss.Width(e.IP))
+		podW, ipW = max(podW, common.Width(e.Pod)), max(ipW, common.Width(e.IP))
 	}
 	podW = min(podW, max(w/2-2, 8))
 	rows := h - 1
@@ -130,10 +130,10 @@ func (v *View) chartLines(w, h int) []string {
 	}
 	labelW, full := 0, 0
 	for _, r := range rows {
-		labelW, full = max(labelW, lipgloss.Width(r.label)), max(full, r.count)
+		labelW, full = max(labelW, common.Width(r.label)), max(full, r.count)
 	}
 	labelW = min(labelW, w/2)
-	numW := lipgloss.Width(" 100  100%")
+	numW := common.Width(" 100  100%")
 	barW := w - labelW - numW - 1
 	for _, r := range rows {
 		share := 0

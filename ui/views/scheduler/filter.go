@@ -113,15 +113,15 @@ func filterSection(lk look, d *sched.Decision, width int) section {
 	alt.Head = slices.Clone(sec.Head)
 	alt.Rows = groupedFilterRows(lk, nodes, width)
 	sec.Alt = &alt
-	nodeW := lipgloss.Width(i18n.T("ui.sched.col.node"))
+	nodeW := common.Width(i18n.T("ui.sched.col.node"))
 	for _, nf := range nodes {
-		nodeW = max(nodeW, lipgloss.Width(nf.Node))
+		nodeW = max(nodeW, common.Width(nf.Node))
 	}
 
 	gridWidth := func(short bool) int {
 		w := nodeW
 		for _, p := range plugins {
-			w += colGap + lipgloss.Width(pluginName(p, short))
+			w += colGap + common.Width(pluginName(p, short))
 		}
 		return w + colGap + minReasonWidth
 	}
@@ -150,7 +150,7 @@ func filterSection(lk look, d *sched.Decision, width int) section {
 		}
 		row := common.Pad(nf.Node, nodeW)
 		for _, p := range plugins {
-			w := lipgloss.Width(pluginName(p, short))
+			w := common.Width(pluginName(p, short))
 			mark := verdictMark(lk, verdicts[p])
 			row += gap + strings.Repeat(" ", (w-1)/2) + mark + strings.Repeat(" ", w-1-(w-1)/2)
 		}

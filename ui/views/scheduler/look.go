@@ -28,7 +28,7 @@ func lookOf(s *styles.Styles) look {
 // padLeft fits s to exactly width cells, aligned right.
 func padLeft(s string, width int) string {
 	s = common.Fit(s, width)
-	if w := lipgloss.Width(s); w < width {
+	if w := common.Width(s); w < width {
 		s = strings.Repeat(" ", width-w) + s
 	}
 	return s
@@ -37,7 +37,7 @@ func padLeft(s string, width int) string {
 // wrap breaks plain text into lines of at most width cells at spaces,
 // each line starting with indent, which counts in the width.
 func wrap(text string, width int, indent string) []string {
-	lines := common.Pack(strings.Fields(text), max(width-lipgloss.Width(indent), 8), " ")
+	lines := common.Pack(strings.Fields(text), max(width-common.Width(indent), 8), " ")
 	if len(lines) == 0 {
 		return []string{indent}
 	}

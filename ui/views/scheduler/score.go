@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/charmbracelet/lipgloss"
-
 	"github.com/klab-dev/klab/assets/i18n"
 	sched "github.com/klab-dev/klab/cluster/scheduler"
 	frameworkruntime "github.com/klab-dev/klab/cluster/scheduler/framework/runtime"
@@ -49,10 +47,10 @@ func scoreSection(lk look, d *sched.Decision, width int) section {
 		return sec
 	}
 	plugins := d.Scores[0].Scores
-	nodeW := lipgloss.Width(i18n.T("ui.sched.col.node"))
-	totalW := lipgloss.Width(i18n.T("ui.sched.col.total"))
+	nodeW := common.Width(i18n.T("ui.sched.col.node"))
+	totalW := common.Width(i18n.T("ui.sched.col.total"))
 	for _, ns := range d.Scores {
-		nodeW = max(nodeW, lipgloss.Width(chosenMark+ns.Node))
+		nodeW = max(nodeW, common.Width(chosenMark+ns.Node))
 		totalW = max(totalW, len(fmt.Sprint(ns.TotalScore)))
 	}
 	header := func(p frameworkruntime.PluginScore, short bool) string {
@@ -65,10 +63,10 @@ func scoreSection(lk look, d *sched.Decision, width int) section {
 		return fmt.Sprint(ps.Weighted)
 	}
 	colW := func(i int, l scoreLayout) int {
-		w := lipgloss.Width(header(plugins[i], l.Short))
+		w := common.Width(header(plugins[i], l.Short))
 		for _, ns := range d.Scores {
 			if i < len(ns.Scores) {
-				w = max(w, lipgloss.Width(cell(ns.Scores[i], l.Full)))
+				w = max(w, common.Width(cell(ns.Scores[i], l.Full)))
 			}
 		}
 		return w

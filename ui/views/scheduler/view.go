@@ -16,7 +16,6 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/lab"
@@ -282,7 +281,7 @@ func (v *View) podList(lk look, cur, rows int) []string {
 	podW = min(podW, max(v.width/2, 12))
 	resW := 0
 	for _, e := range list[first : first+rows] {
-		resW = max(resW, lipgloss.Width(resultWord(lk, e)))
+		resW = max(resW, common.Width(resultWord(lk, e)))
 	}
 	var out []string
 	for i := first; i < first+rows; i++ {
