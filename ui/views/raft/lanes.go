@@ -18,37 +18,97 @@ import (
 // receiver labelled with its type and term, newest at the bottom. Messages
 // fade as the raft clock moves on, and leave after labstate.MessageTicks.
 
-func cutCells(s string, left, right int) string { return ansi.Cut(s, left, right) }
-
 // canvas is one row of cells, each with its own style, rendered as runs.
 type canvas struct {
 	cells  []string
 	styles []*lipgloss.Style
-	sgr    sgrCache
+	sgr    *sgrCache
 }
 
 // sgrCache holds, per style, the escape codes it puts before and after a
-// text: a frame of lanes has hundreds of runs and a handful of styles, and
-// a style's Render costs far more than joining three strings.
-type sgrCache map[*lipgloss.Style][2]string
+// text: a frame has hundreds of styled runs and a handful of styles, and a
+// style's Render costs far more than joining three strings. It lives for
+// one frame.
+type sgrCache struct {
+	codes map[*lipgloss.Style][2]string
+	faded map[fadeKey]*lipgloss.Style
+	edges map[*lipgloss.Style]*lipgloss.Style
+}
+
+type fadeKey struct {
+	base  *lipgloss.Style
+	level int
+}
+
+func newSGRCache() *sgrCache {
+	return &sgrCache{
+		codes: map[*lipgloss.Style][2]string{},
+		faded: map[fadeKey]*lipgloss.Style{},
+		edges: map[*lipgloss.Style]*lipgloss.Style{},
+	}
+}
 
 // wrap renders text in st as st.Render would. Only styles without width,
 // padding, margins or borders may be cached so (the lanes' colours).
-func (c sgrCache) wrap(st *lipgloss.Style, text string) string {
-	codes, ok := c[st]
-	if !ok {
-		const mark = "\x00"
-		before, after, found := strings.Cut(st.Render(mark), mark)
-		if !found {
-			return st.Render(text)
-		}
-		codes = [2]string{before, after}
-		c[st] = codes
-	}
+func (c *sgrCache) wrap(st *lipgloss.Style, text string) string {
+	codes := c.codesOf(st)
 	return codes[0] + text + codes[1]
 }
 
-func newCanvas(width int, sgr sgrCache) *canvas {
+// codesOf returns the codes st puts before and after a text.
+func (c *sgrCache) codesOf(st *lipgloss.Style) [2]string {
+	codes, ok := c.codes[st]
+	if !ok {
+		// A style that changes its text (a transform) cannot be split
+		// so; the lanes' styles are colours and weights only, and such a
+		// style would be drawn plain.
+		const mark = "\x00"
+		if before, after, ok := strings.Cut(st.Render(mark), mark); ok {
+			codes = [2]string{before, after}
+		}
+		c.codes[st] = codes
+	}
+	return codes
+}
+
+// edge returns the style a box's border is drawn in.
+func (c *sgrCache) edge(box *lipgloss.Style) *lipgloss.Style {
+	if e, ok := c.edges[box]; ok {
+		return e
+	}
+	e := lipgloss.NewStyle().Foreground(box.GetBorderTopForeground()).Background(box.GetBorderTopBackground())
+	c.edges[box] = &e
+	return &e
+}
+
+// fade picks the style of a message by its age in ticks: fresh, as it is,
+// or faded.
+func (c *sgrCache) fade(s *styles.Styles, base *lipgloss.Style, age float64) *lipgloss.Style {
+	level := 1
+	switch {
+	case age < 3:
+		level = 0
+	case age > labstate.MessageTicks/2:
+		level = 2
+	}
+	if level == 1 {
+		return base
+	}
+	k := fadeKey{base, level}
+	if st, ok := c.faded[k]; ok {
+		return st
+	}
+	var st lipgloss.Style
+	if level == 0 {
+		st = base.Inherit(s.Raft.Fresh)
+	} else {
+		st = base.Inherit(s.Raft.Faded)
+	}
+	c.faded[k] = &st
+	return &st
+}
+
+func newCanvas(width int, sgr *sgrCache) *canvas {
 	c := &canvas{cells: make([]string, width), styles: make([]*lipgloss.Style, width), sgr: sgr}
 	for i := range c.cells {
 		c.cells[i] = " "
@@ -80,18 +140,20 @@ func (c *canvas) text(x int, s string, st *lipgloss.Style) {
 
 func (c *canvas) String() string {
 	var b strings.Builder
+	b.Grow(2 * len(c.cells))
 	for i := 0; i < len(c.cells); {
 		j := i
-		var run strings.Builder
-		for j < len(c.cells) && c.styles[j] == c.styles[i] {
-			run.WriteString(c.cells[j])
+		st := c.styles[i]
+		var codes [2]string
+		if st != nil {
+			codes = c.sgr.codesOf(st)
+		}
+		b.WriteString(codes[0])
+		for j < len(c.cells) && c.styles[j] == st {
+			b.WriteString(c.cells[j])
 			j++
 		}
-		if c.styles[i] != nil {
-			b.WriteString(c.sgr.wrap(c.styles[i], run.String()))
-		} else {
-			b.WriteString(run.String())
-		}
+		b.WriteString(codes[1])
 		i = j
 	}
 	return b.String()
@@ -99,16 +161,20 @@ func (c *canvas) String() string {
 
 // lanes draws the message diagram in width×height cells. centers are the
 // x positions of the members' lifelines, in st.Members' order.
-func lanes(s *styles.Styles, st *labstate.State, centers []int, width, height int) []string {
+func lanes(s *styles.Styles, sgr *sgrCache, st *labstate.State, centers []int, width, height int) []string {
 	if height <= 0 {
 		return nil
 	}
-	lane := s.Raft.Lane
-	sgr := sgrCache{}
+	lane := &s.Raft.Lane
+	// One canvas serves every row: each row is drawn on it afresh and
+	// turned into its string before the next.
+	c := newCanvas(width, sgr)
 	lifelines := func() *canvas {
-		c := newCanvas(width, sgr)
+		for i := range c.cells {
+			c.cells[i], c.styles[i] = " ", nil
+		}
 		for _, x := range centers {
-			c.set(x, "│", &lane)
+			c.set(x, "│", lane)
 		}
 		return c
 	}
@@ -178,18 +244,18 @@ func groupMessages(msgs []labstate.Message) []group {
 }
 
 // msgStyle colours a message by its family.
-func msgStyle(s *styles.Styles, typ string) lipgloss.Style {
+func msgStyle(s *styles.Styles, typ string) *lipgloss.Style {
 	switch typ {
 	case "MsgVote", "MsgVoteResp", "MsgPreVote", "MsgPreVoteResp", "MsgTimeoutNow":
-		return s.Raft.MsgVote
+		return &s.Raft.MsgVote
 	case "MsgApp", "MsgAppResp":
-		return s.Raft.MsgApp
+		return &s.Raft.MsgApp
 	case "MsgHeartbeat", "MsgHeartbeatResp":
-		return s.Raft.MsgBeat
+		return &s.Raft.MsgBeat
 	case "MsgSnap":
-		return s.Raft.MsgSnap
+		return &s.Raft.MsgSnap
 	}
-	return s.Raft.MsgOther
+	return &s.Raft.MsgOther
 }
 
 // labels returns a message's label from the most to the least detailed,
@@ -230,17 +296,6 @@ func labels(g group) []string {
 	return append(out, short)
 }
 
-// fade picks the style of a message by its age in ticks.
-func fade(s *styles.Styles, base lipgloss.Style, age float64) lipgloss.Style {
-	switch {
-	case age < 3:
-		return base.Inherit(s.Raft.Fresh)
-	case age > labstate.MessageTicks/2:
-		return base.Inherit(s.Raft.Faded)
-	}
-	return base
-}
-
 // arrow draws a message from lifeline x0 to x1 with the widest label that
 // fits, and returns false when the two are the same lifeline.
 func arrow(c *canvas, x0, x1 int, head string, opts []string, st *lipgloss.Style) {
@@ -260,7 +315,7 @@ func arrow(c *canvas, x0, x1 int, head string, opts []string, st *lipgloss.Style
 	}
 	room := hi - lo - 5 // the ends, the head and a space either side
 	for _, l := range opts {
-		w := lipgloss.Width(l)
+		w := common.Width(l)
 		if w <= room {
 			start := lo + 1 + (hi-lo-1-w)/2
 			c.set(start-1, " ", st)
@@ -276,7 +331,7 @@ func messageRow(s *styles.Styles, st *labstate.State, g group, centers []int, c 
 	if from < 0 || to < 0 {
 		return c.String()
 	}
-	style := fade(s, msgStyle(s, g.Type), st.Age(g.Tick))
+	style := c.sgr.fade(s, msgStyle(s, g.Type), st.Age(g.Tick))
 	head := "▷" // sent, not yet seen arriving
 	if g.Received {
 		head = "▶"
@@ -289,7 +344,7 @@ func messageRow(s *styles.Styles, st *labstate.State, g group, centers []int, c 
 	}
 	opts := labels(g)
 	if g.Lost != "" {
-		style = fade(s, s.Raft.MsgLost, st.Age(g.Tick))
+		style = c.sgr.fade(s, &s.Raft.MsgLost, st.Age(g.Tick))
 		head = "✗"
 		word := i18n.T("ui.raft.lost." + g.Lost)
 		for i := range opts {
@@ -297,7 +352,7 @@ func messageRow(s *styles.Styles, st *labstate.State, g group, centers []int, c 
 		}
 		opts = append(opts, labels(g)...)
 	}
-	arrow(c, centers[from], centers[to], head, opts, &style)
+	arrow(c, centers[from], centers[to], head, opts, style)
 	return c.String()
 }
 
@@ -306,7 +361,7 @@ func beatRow(s *styles.Styles, st *labstate.State, h *labstate.Heartbeat, center
 	if from < 0 || to < 0 {
 		return c.String()
 	}
-	style := fade(s, s.Raft.MsgBeat, st.Age(h.LastTick))
+	style := c.sgr.fade(s, &s.Raft.MsgBeat, st.Age(h.LastTick))
 	head := "▶"
 	if centers[to] < centers[from] {
 		head = "◀"
@@ -318,14 +373,14 @@ func beatRow(s *styles.Styles, st *labstate.State, h *labstate.Heartbeat, center
 		"♥",
 	}
 	if h.Drops() > 0 {
-		style = fade(s, s.Raft.MsgLost, st.Age(h.LastTick))
+		style = c.sgr.fade(s, &s.Raft.MsgLost, st.Age(h.LastTick))
 		head = "✗"
 		opts = append([]string{
 			fmt.Sprintf("♥ MsgHeartbeat ×%d, %d ✗ %s", h.Beats(), h.Drops(), i18n.T("ui.raft.lost."+h.LostKind)),
 			fmt.Sprintf("♥ ×%d, %d ✗", h.Beats(), h.Drops()),
 		}, opts...)
 	}
-	arrow(c, centers[from], centers[to], head, opts, &style)
+	arrow(c, centers[from], centers[to], head, opts, style)
 	return c.String()
 }
 

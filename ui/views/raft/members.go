@@ -33,11 +33,11 @@ func RoleWord(role string) string {
 // indexes, the leader's progress for it, its log as a strip, and its
 // election timer, most important first, so that a short box loses the
 // least of it.
-func memberLines(s *styles.Styles, st *labstate.State, m *labstate.Member, inner int, lo uint64) []string {
+func memberLines(s *styles.Styles, sgr *sgrCache, st *labstate.State, m *labstate.Member, inner int, lo uint64) []string {
 	role := m.Role()
 	lines := []string{s.RoleStyle(role).Render(common.Fit(RoleWord(role), inner))}
 	val := func(key string, v any) string {
-		return s.Raft.Key.Render(i18n.T(key)) + " " + s.Raft.Value.Render(fmt.Sprint(v))
+		return sgr.wrap(&s.Raft.Key, i18n.T(key)) + " " + sgr.wrap(&s.Raft.Value, fmt.Sprint(v))
 	}
 	if m.HasStatus {
 		vote := i18n.T("ui.raft.none")
@@ -54,54 +54,61 @@ func memberLines(s *styles.Styles, st *labstate.State, m *labstate.Member, inner
 	if lead := st.Leader(); lead != nil && lead != m {
 		if pr, ok := lead.Status.Progress[m.Name]; ok {
 			lines = append(lines, common.Pack([]string{
-				s.Raft.Key.Render(i18n.T("ui.raft.progress")),
+				sgr.wrap(&s.Raft.Key, i18n.T("ui.raft.progress")),
 				val("ui.raft.match", pr.Match),
 				val("ui.raft.next", pr.Next),
-				s.Raft.Value.Render(progressState(pr.State)),
+				sgr.wrap(&s.Raft.Value, progressState(pr.State)),
 			}, inner, " ")...)
 		}
 	}
-	timer := timerLines(s, m, inner)
+	timer := timerLines(s, sgr, m, inner)
 	if m.HasStatus {
-		lines = append(lines, logStrip(s, m, inner, lo, st.MaxLastIndex()))
+		lines = append(lines, logStrip(s, sgr, m, inner, lo, st.MaxLastIndex()))
 	}
 	lines = append(lines, timer[0])
 	if m.HasStatus {
-		lines = append(lines, common.Fit(s.Raft.Muted.Render(i18n.T("ui.raft.log-range", m.Status.FirstIndex, m.Status.LastIndex)), inner))
+		lines = append(lines, common.Fit(sgr.wrap(&s.Raft.Muted, i18n.T("ui.raft.log-range", m.Status.FirstIndex, m.Status.LastIndex)), inner))
 	}
 	return append(lines, timer[1:]...)
 }
 
 // memberBox frames a member's lines, cut or padded to height, with its
-// name in the top border; the leader's frame is highlighted.
-func memberBox(s *styles.Styles, m *labstate.Member, lines []string, inner, height int) string {
-	box := s.Raft.Box
+// name in the top border; the leader's frame is highlighted. It returns
+// the box's rows, each inner+4 cells wide. The frame is drawn here rather
+// than by the style's Render, which measures every line of the box again
+// and renders each edge apart: five boxes a frame made it most of the
+// view's cost. It draws what Render would, the style's border, border
+// colour and horizontal padding.
+func memberBox(s *styles.Styles, sgr *sgrCache, m *labstate.Member, lines []string, inner, height int) []string {
+	box := &s.Raft.Box
 	if m.Role() == labstate.RoleLeader {
-		box = s.Raft.BoxFocused
+		box = &s.Raft.BoxFocused
 	}
-	body := common.Lines(strings.Join(lines, "\n"), inner, height)
-	return titled(box.Render(body), s.Raft.Title.Render(" "+m.Name+" "))
-}
+	b := box.GetBorderStyle()
+	edge := sgr.edge(box)
+	padL := strings.Repeat(" ", box.GetPaddingLeft())
+	padR := strings.Repeat(" ", box.GetPaddingRight())
+	span := inner + len(padL) + len(padR) // the cells between the corners
 
-// titled writes a title into the top border of a rendered box, after its
-// corner, as a tab on a folder.
-func titled(box, title string) string {
-	nl := strings.IndexByte(box, '\n')
-	if nl < 0 {
-		return box
+	title := sgr.wrap(&s.Raft.Title, " " + m.Name + " ")
+	tw := common.Width(title)
+	if tw > span-2 {
+		title = common.Fit(title, span-2)
+		tw = common.Width(title)
 	}
-	top := box[:nl]
-	w := lipgloss.Width(top)
-	tw := lipgloss.Width(title)
-	if tw > w-4 {
-		title = common.Fit(title, w-4)
-		tw = lipgloss.Width(title)
+	rows := make([]string, 0, height+2)
+	rows = append(rows, sgr.wrap(edge, b.TopLeft+b.Top)+title+
+		sgr.wrap(edge, strings.Repeat(b.Top, max(span-1-tw, 0))+b.TopRight))
+	left, right := sgr.wrap(edge, b.Left), sgr.wrap(edge, b.Right)
+	for i := range height {
+		line := ""
+		if i < len(lines) {
+			line = lines[i]
+		}
+		rows = append(rows, left+padL+common.Pad(line, inner)+padR+right)
 	}
-	// Cut the top border around the title: its first two cells (corner
-	// and one line) stay, the title replaces the cells after them.
-	left := cutCells(top, 0, 2)
-	right := cutCells(top, 2+tw, w)
-	return left + title + right + box[nl:]
+	rows = append(rows, sgr.wrap(edge, b.BottomLeft+strings.Repeat(b.Bottom, span)+b.BottomRight))
+	return rows
 }
 
 // voteName returns the name of the member with the given hex ID, "" for
@@ -142,7 +149,7 @@ const (
 // logStrip draws the member's log over the window [lo, lo+width) of
 // indexes shared by every member, so that a follower that lags shows a
 // shorter strip than the leader.
-func logStrip(s *styles.Styles, m *labstate.Member, width int, lo, hi uint64) string {
+func logStrip(s *styles.Styles, sgr *sgrCache, m *labstate.Member, width int, lo, hi uint64) string {
 	// Cells come in runs of one kind; each run is rendered once, since a
 	// style's Render is what a frame spends its time on.
 	const (
@@ -153,7 +160,7 @@ func logStrip(s *styles.Styles, m *labstate.Member, width int, lo, hi uint64) st
 		kindUncommitted
 	)
 	cells := [...]string{" ", cellAbsent, cellCompacted, cellCommitted, cellUncommitted}
-	kindStyles := [...]lipgloss.Style{{}, s.Raft.LogAbsent, s.Raft.LogCompacted, s.Raft.LogCommitted, s.Raft.LogUncommitted}
+	kindStyles := [...]*lipgloss.Style{nil, &s.Raft.LogAbsent, &s.Raft.LogCompacted, &s.Raft.LogCommitted, &s.Raft.LogUncommitted}
 	var b strings.Builder
 	runKind, runLen := -1, 0
 	flush := func() {
@@ -165,9 +172,9 @@ func logStrip(s *styles.Styles, m *labstate.Member, width int, lo, hi uint64) st
 		case runKind == kindBlank:
 			b.WriteString(text)
 		case !m.Reachable:
-			b.WriteString(s.Raft.Muted.Render(text))
+			b.WriteString(sgr.wrap(&s.Raft.Muted, text))
 		default:
-			b.WriteString(kindStyles[runKind].Render(text))
+			b.WriteString(sgr.wrap(kindStyles[runKind], text))
 		}
 		runLen = 0
 	}
@@ -198,13 +205,13 @@ func logStrip(s *styles.Styles, m *labstate.Member, width int, lo, hi uint64) st
 // timerLines draws the election timer: ticks since the member last heard
 // from a leader, against raft's randomised timeout, which falls between
 // electionTicks and 2×electionTicks−1.
-func timerLines(s *styles.Styles, m *labstate.Member, width int) []string {
+func timerLines(s *styles.Styles, sgr *sgrCache, m *labstate.Member, width int) []string {
 	st := m.Status
 	switch {
 	case !m.Running():
-		return []string{s.Raft.Muted.Render(i18n.T("ui.raft.timer-off"))}
+		return []string{sgr.wrap(&s.Raft.Muted, i18n.T("ui.raft.timer-off"))}
 	case m.Role() == labstate.RoleLeader:
-		return []string{s.Raft.Muted.Render(common.Fit(i18n.T("ui.raft.heartbeat-every", st.HeartbeatTicks), width))}
+		return []string{sgr.wrap(&s.Raft.Muted, common.Fit(i18n.T("ui.raft.heartbeat-every", st.HeartbeatTicks), width))}
 	}
 	// The library keeps the drawn timeout to itself, so the range is shown.
 	lo := st.ElectionTicks
@@ -218,20 +225,21 @@ func timerLines(s *styles.Styles, m *labstate.Member, width int) []string {
 		filled = barW
 	}
 	mark := lo * barW / hi
+	// The bar in runs of one style: filled, then empty with the mark of
+	// the shortest timeout among them.
 	var b strings.Builder
-	for i := 0; i < barW; i++ {
-		switch {
-		case i < filled:
-			b.WriteString(s.Raft.TimerFill.Render("▮"))
-		case i == mark:
-			b.WriteString(s.Raft.TimerMark.Render("┊"))
-		default:
-			b.WriteString(s.Raft.TimerEmpty.Render("▯"))
-		}
+	b.WriteString(sgr.wrap(&s.Raft.TimerFill, strings.Repeat("▮", filled)))
+	switch {
+	case mark < filled || mark >= barW:
+		b.WriteString(sgr.wrap(&s.Raft.TimerEmpty, strings.Repeat("▯", barW-filled)))
+	default:
+		b.WriteString(sgr.wrap(&s.Raft.TimerEmpty, strings.Repeat("▯", mark-filled)))
+		b.WriteString(sgr.wrap(&s.Raft.TimerMark, "┊"))
+		b.WriteString(sgr.wrap(&s.Raft.TimerEmpty, strings.Repeat("▯", barW-mark-1)))
 	}
 	label := i18n.T("ui.raft.timer", st.ElectionElapsed, lo, hi)
 	if lo == hi {
 		label = i18n.T("ui.raft.timer-fixed", st.ElectionElapsed, hi)
 	}
-	return []string{b.String(), s.Raft.Muted.Render(common.Fit(label, width))}
+	return []string{b.String(), sgr.wrap(&s.Raft.Muted, common.Fit(label, width))}
 }

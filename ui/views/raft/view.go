@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
-	"github.com/charmbracelet/lipgloss"
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/lab"
@@ -57,24 +56,30 @@ func (v *View) Render(st *labstate.State) string {
 	if hi > uint64(inner) {
 		lo = hi - uint64(inner) + 1
 	}
+	sgr := newSGRCache()
 	contents := make([][]string, n)
 	natural := 0
 	for i := range st.Members {
-		contents[i] = memberLines(s, st, &st.Members[i], inner, lo)
+		contents[i] = memberLines(s, sgr, st, &st.Members[i], inner, lo)
 		natural = max(natural, len(contents[i]))
 	}
 	// Boxes give way to at least a few rows of messages.
 	boxH := max(min(natural, h-1-2-minLaneRows), 1)
-	boxes := make([]string, 0, 2*n)
 	centers := make([]int, n)
+	var rows []string
+	gap := strings.Repeat(" ", boxGap)
 	for i := range st.Members {
-		if i > 0 {
-			boxes = append(boxes, strings.Repeat(" ", boxGap))
+		box := memberBox(s, sgr, &st.Members[i], contents[i], inner, boxH)
+		if i == 0 {
+			rows = box
+		} else {
+			for y := range rows {
+				rows[y] += gap + box[y]
+			}
 		}
-		boxes = append(boxes, memberBox(s, &st.Members[i], contents[i], inner, boxH))
 		centers[i] = i*(boxW+boxGap) + boxW/2
 	}
-	out = append(out, strings.Split(lipgloss.JoinHorizontal(lipgloss.Top, boxes...), "\n")...)
+	out = append(out, rows...)
 
 	rest := h - len(out)
 	if rest >= 8 {
@@ -93,13 +98,13 @@ func (v *View) Render(st *labstate.State) string {
 		out = append(out, s.Raft.Muted.Render(common.Fit(i18n.T("ui.raft.messages", labstate.MessageTicks), w)))
 		laneRows--
 	}
-	out = append(out, lanes(s, st, centers, w, laneRows)...)
+	out = append(out, lanes(s, sgr, st, centers, w, laneRows)...)
 	if notes > 0 {
 		out = append(out, s.Raft.Muted.Render(common.Fit(i18n.T("ui.raft.notes"), w)))
 		shown := st.Notes[len(st.Notes)-notes:]
 		whenW := 0
 		for _, n := range shown {
-			whenW = max(whenW, lipgloss.Width(noteWhen(st, n)))
+			whenW = max(whenW, common.Width(noteWhen(st, n)))
 		}
 		for _, n := range shown {
 			out = append(out, noteLine(v, st, n, whenW+2, w))

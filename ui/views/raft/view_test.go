@@ -5,6 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/muesli/termenv"
+
 	"github.com/klab-dev/klab/ui/internal/uitest"
 	"github.com/klab-dev/klab/ui/labstate"
 )
@@ -104,4 +108,29 @@ func contains(ss []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestColourFrameMatchesPlain draws the same state with colours and
+// without: once the escape codes are stripped the two frames must be the
+// same, cell for cell. The member boxes and the lanes write their styles'
+// codes themselves (sgrCache), so this is where a code cut wrong, or a
+// border drawn apart from its colour, would show.
+func TestColourFrameMatchesPlain(t *testing.T) {
+	for _, lang := range uitest.Langs {
+		c := uitest.Setup(t, lang)
+		_, st := uitest.Busy(5, 200)
+		v := New(c)
+		v.SetSize(200, 60)
+		plain := v.Render(st)
+		lipgloss.SetColorProfile(termenv.TrueColor)
+		coloured := v.Render(st)
+		lipgloss.SetColorProfile(termenv.Ascii)
+		if coloured == plain {
+			t.Fatalf("%s: the TrueColor frame has no escape codes", lang)
+		}
+		if got := ansi.Strip(coloured); got != plain {
+			t.Errorf("%s: the coloured frame differs from the plain one once stripped:\n%s\n---\n%s", lang, got, plain)
+		}
+		uitest.CheckFrame(t, coloured, 200, 60)
+	}
 }
