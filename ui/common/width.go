@@ -109,7 +109,7 @@ func runeWidth(r rune) int {
 		for i, rg := range simpleRanges {
 			t := make([]int8, rg[1]-rg[0]+1)
 			for j := range t {
-				t[j] = int8(ansi.StringWidth(string(rg[0]+rune(j))))
+				t[j] = int8(ansi.StringWidth(string(rg[0] + rune(j))))
 			}
 			widthTable[i] = t
 		}

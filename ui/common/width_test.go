@@ -50,9 +50,9 @@ func TestWidth(t *testing.T) {
 		styled,
 		styled + "\n" + "a much longer second line │ ─ ┊ ▮▯",
 		"한국어 텍스트와 English",
-		"e\u0301 combining",         // a combining mark: ansi's path
-		"👍🏽 modifier",               // emoji modifier
-		"☺\ufe0f selector",          // variation selector
+		"e\u0301 combining",          // a combining mark: ansi's path
+		"👍🏽 modifier",                // emoji modifier
+		"☺\ufe0f selector",           // variation selector
 		"\x1b]8;;http://x\x1b\\link", // OSC: ansi's path
 		"tab\tcontrol",
 		"\x1b[", // a cut escape

@@ -90,7 +90,7 @@ func memberBox(s *styles.Styles, sgr *sgrCache, m *labstate.Member, lines []stri
 	padR := strings.Repeat(" ", box.GetPaddingRight())
 	span := inner + len(padL) + len(padR) // the cells between the corners
 
-	title := sgr.wrap(&s.Raft.Title, " " + m.Name + " ")
+	title := sgr.wrap(&s.Raft.Title, " "+m.Name+" ")
 	tw := common.Width(title)
 	if tw > span-2 {
 		title = common.Fit(title, span-2)
