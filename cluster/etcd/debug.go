@@ -113,16 +113,30 @@ func (m *Member) serveHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveEvents streams raft events as newline-delimited JSON. ?since=N
-// replays retained events after sequence number N first.
+// replays retained events after sequence number N first. ?beats=sent
+// leaves out the heartbeats (and their answers) this member stepped: the
+// sender reports each one too, and a steady cluster's stream is mostly
+// heartbeats, each reported twice.
 func (m *Member) serveEvents(w http.ResponseWriter, r *http.Request) {
 	since, _ := strconv.ParseUint(r.URL.Query().Get("since"), 10, 64)
+	sentBeatsOnly := r.URL.Query().Get("beats") == "sent"
+	skip := func(e Event) bool {
+		return sentBeatsOnly && e.Kind == EventRecv && e.Msg != nil &&
+			(e.Msg.Type == "MsgHeartbeat" || e.Msg.Type == "MsgHeartbeatResp")
+	}
 	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-cache")
 	past, c, cancel := m.events.subscribe(since)
 	defer cancel()
 	enc := json.NewEncoder(w)
+	var skipped uint64
 	for _, e := range past {
+		if skip(e) {
+			skipped++
+			continue
+		}
+		e.Skipped, skipped = skipped, 0
 		if err := enc.Encode(e); err != nil {
 			return
 		}
@@ -130,8 +144,11 @@ func (m *Member) serveEvents(w http.ResponseWriter, r *http.Request) {
 	if flusher != nil {
 		flusher.Flush()
 	}
-	// Flush at most every 20 ms so a burst of heartbeats is one write.
-	flushTick := time.NewTicker(20 * time.Millisecond)
+	// Flush at most every 50 ms, so that the events of a heartbeat round
+	// (and of a busy second, a few hundred) reach a reader in a few
+	// writes, not one each: a reader drawing them (the TUI) gathers 50 ms
+	// of them into one frame anyway.
+	flushTick := time.NewTicker(50 * time.Millisecond)
 	defer flushTick.Stop()
 	dirty := false
 	for {
@@ -141,6 +158,11 @@ func (m *Member) serveEvents(w http.ResponseWriter, r *http.Request) {
 		case <-m.stopc:
 			return
 		case e := <-c:
+			if skip(e) {
+				skipped++
+				continue
+			}
+			e.Skipped, skipped = skipped, 0
 			if err := enc.Encode(e); err != nil {
 				return
 			}

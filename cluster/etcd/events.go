@@ -38,6 +38,10 @@ type Event struct {
 	Term   uint64 `json:"term,omitempty"`
 	Leader string `json:"leader,omitempty"`
 	Detail string `json:"detail,omitempty"`
+	// Skipped is set on a filtered stream (beats=sent): how many events
+	// just before this one the stream left out, so that a reader tells
+	// them from events lost.
+	Skipped uint64 `json:"skipped,omitempty"`
 }
 
 // MessageInfo is the part of a raft message worth showing.

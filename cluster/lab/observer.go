@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/klab-dev/klab/cluster/etcd"
@@ -19,11 +20,14 @@ import (
 // status (/debug/klab/status) over HTTP, as any other process could, and
 // merges what they report into one ordered stream of typed observations.
 //
-// A member's status is fetched again whenever the member reports an event,
-// at most once per refreshGap, so the picture follows raft as it happens
-// without a busy poll; a slower fallback poll notices members that died
-// (a dead member sends no events) and follows the election timer of a
-// member that hears nothing. A member that stops and starts again is
+// A member's status is fetched again whenever the member reports an event
+// other than a heartbeat, at most once per refreshGap, so the picture
+// follows raft as it happens without a busy poll. A slower fallback poll
+// notices members that died (a dead member sends no events); a follower
+// that stops hearing heartbeats is read once per tick, so that its election
+// timer can be drawn as it fills. A steady cluster's heartbeats change
+// nothing in a status but the follower's timer, which they reset, so they
+// alone fetch nothing: an idle cluster is read about once a second. A member that stops and starts again is
 // followed on its new process without losing the events it reported while
 // nobody was listening, as far as its event ring still holds them.
 
@@ -33,6 +37,10 @@ const (
 	// member: about one raft tick at etcd's default 100 ms, so a busy
 	// member is read once per tick, not once per message.
 	refreshGap = 100 * time.Millisecond
+	// replicationGap is the shortest time between two status fetches
+	// that replication asks for: the indexes move with every write, and
+	// a screen shows them a few times a second.
+	replicationGap = 250 * time.Millisecond
 	// maxPollInterval is the fallback poll of a member that reports no
 	// events: how soon a dead or frozen member is noticed.
 	maxPollInterval = time.Second
@@ -119,6 +127,11 @@ type Observer struct {
 	seq    uint64
 
 	refresh map[string]chan struct{}
+	// replicated says, per member, that replication moved its indexes.
+	replicated map[string]chan struct{}
+	// heard holds, per member, when (UnixNano) it last stepped a message
+	// from a leader: a heartbeat or an append.
+	heard map[string]*atomic.Int64
 }
 
 // NewObserver returns an Observer of the given members (as cluster.json
@@ -136,8 +149,12 @@ func NewObserver(members []MemberInfo, opts ObserverOptions) *Observer {
 			ResponseHeaderTimeout: 2 * time.Second,
 		}},
 	}
+	o.heard = map[string]*atomic.Int64{}
+	o.replicated = map[string]chan struct{}{}
 	for _, m := range members {
 		o.refresh[m.Name] = make(chan struct{}, 1)
+		o.replicated[m.Name] = make(chan struct{}, 1)
+		o.heard[m.Name] = new(atomic.Int64)
 	}
 	return o
 }
@@ -203,21 +220,41 @@ func (o *Observer) emit(ctx context.Context, member string, build func(Observed)
 	}
 }
 
-// pollStatus reads a member's status when asked (its events, Refresh) and
-// at least every pollInterval.
+// pollStatus reads a member's status when asked (its events, Refresh),
+// soon after replication moved its indexes, and whenever nextLook says.
 func (o *Observer) pollStatus(ctx context.Context, m MemberInfo) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	due := time.Now()
 	reachable := true
 	var last etcd.Status
+	var fetched time.Time
+	asked := false // replication asked for a read
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-o.refresh[m.Name]:
-		case <-timer.C:
+		case <-o.replicated[m.Name]:
+			// Read the moved indexes within replicationGap of the last
+			// read, not at once.
+			asked = true
+			if want := fetched.Add(replicationGap); want.Before(due) {
+				due = want
+				timer.Reset(max(time.Until(due), 0))
+			}
+			continue
+		case now := <-timer.C:
+			// The look may find a steady follower whose heartbeats
+			// moved its deadline on: look again then.
+			if next := nextLook(reachable, last, time.Unix(0, o.heard[m.Name].Load()), fetched, now); !asked && next.After(now) {
+				due = next
+				timer.Reset(time.Until(due))
+				continue
+			}
 		}
 		st, err := FetchStatus(ctx, statusClient, m.DebugURL)
+		fetched, asked = time.Now(), false
 		if ctx.Err() != nil {
 			return
 		}
@@ -229,7 +266,8 @@ func (o *Observer) pollStatus(ctx context.Context, m MemberInfo) {
 			reachable, last = true, st
 			o.emit(ctx, m.Name, func(h Observed) Observation { return &StatusObservation{Observed: h, Status: st} })
 		}
-		timer.Reset(pollInterval(reachable, last))
+		due = nextLook(reachable, last, time.Unix(0, o.heard[m.Name].Load()), fetched, fetched)
+		timer.Reset(time.Until(due))
 		// Coalesce a burst of refresh requests into the next fetch.
 		select {
 		case <-ctx.Done():
@@ -239,16 +277,101 @@ func (o *Observer) pollStatus(ctx context.Context, m MemberInfo) {
 	}
 }
 
-// pollInterval is how long to wait for a member that reports nothing. A
-// running member is read about once per raft tick, so that its election
-// timer can be drawn as it fills; a paused clock or a dead member changes
-// nothing worth more than the slowest poll.
-func pollInterval(reachable bool, st etcd.Status) time.Duration {
+// nextLook returns when to read a member next, its status last read as st
+// at fetched, looking at now. A dead member, or one whose clock is paused,
+// changes nothing worth more than the slowest poll. A leader is read once
+// per maxPollInterval: what changes in it comes with events. A follower in
+// a steady state (steady) is read as seldom, and looked at again when its
+// heartbeats would be overdue. Any other member is read once per raft
+// tick, so that its election timer can be drawn as it fills.
+func nextLook(reachable bool, st etcd.Status, heard, fetched, now time.Time) time.Time {
 	if !reachable || st.Clock.Paused || st.Clock.TickIntervalMS <= 0 {
-		return maxPollInterval
+		return fetched.Add(maxPollInterval)
 	}
-	d := time.Duration(st.Clock.TickIntervalMS * float64(time.Millisecond))
-	return min(max(d, refreshGap), maxPollInterval)
+	tick := min(max(time.Duration(st.Clock.TickIntervalMS*float64(time.Millisecond)), refreshGap), maxPollInterval)
+	switch {
+	case st.State == "StateLeader":
+		return fetched.Add(maxPollInterval)
+	case steady(st, heard, now):
+		if !now.Before(fetched.Add(maxPollInterval)) {
+			return now
+		}
+		return earlier(fetched.Add(maxPollInterval), later(heard.Add(beatWindow(st)), now.Add(tick)))
+	}
+	return later(fetched.Add(tick), now)
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// beatWindow is how long a follower of a live leader goes at most without
+// hearing from it: two heartbeat intervals, and a little.
+func beatWindow(st etcd.Status) time.Duration {
+	tick := time.Duration(st.Clock.TickIntervalMS * float64(time.Millisecond))
+	return 2*time.Duration(max(st.HeartbeatTicks, 1))*tick + refreshGap
+}
+
+// steady reports whether a follower, last read as st, is in a steady
+// state at now: it follows a known leader and heard from it within
+// beatWindow, so its election timer is kept from filling.
+func steady(st etcd.Status, heard, now time.Time) bool {
+	if st.State != "StateFollower" || st.Leader == "" || st.Leader == "0" || st.Clock.TickIntervalMS <= 0 {
+		return false
+	}
+	return now.Sub(heard) <= beatWindow(st)
+}
+
+// eventTier says what an event asks of its member's status. A heartbeat
+// or a read-index round changes nothing a status shows but a follower's
+// election timer (which the UI resets on it); replication (a proposal, an
+// append and its answer) moves the indexes, read again within
+// replicationGap; anything else (a vote, a role change, a rejection, a
+// lost message) is read at once.
+func eventTier(e etcd.Event) int {
+	if e.Msg == nil || (e.Kind != etcd.EventSend && e.Kind != etcd.EventRecv) || e.Msg.Reject {
+		return tierNow
+	}
+	switch e.Msg.Type {
+	case "MsgHeartbeat", "MsgHeartbeatResp", "MsgReadIndex", "MsgReadIndexResp":
+		return tierNone
+	case "MsgApp", "MsgAppResp", "MsgProp":
+		return tierSoon
+	}
+	return tierNow
+}
+
+const (
+	tierNone = iota
+	tierSoon
+	tierNow
+)
+
+// fromLeader reports whether e shows its member heard from a leader,
+// which resets the member's election timer: it answered a heartbeat or an
+// append (a follower answers only what it stepped), or stepped an append.
+// The heartbeats it steps are not streamed (beats=sent).
+func fromLeader(e etcd.Event) bool {
+	if e.Msg == nil {
+		return false
+	}
+	switch e.Kind {
+	case etcd.EventSend:
+		return e.Msg.Type == "MsgHeartbeatResp" || e.Msg.Type == "MsgAppResp"
+	case etcd.EventRecv:
+		return e.Msg.Type == "MsgHeartbeat" || e.Msg.Type == "MsgApp"
+	}
+	return false
 }
 
 // eventCursor remembers where a member's event stream was left, so that a
@@ -265,13 +388,14 @@ type eventCursor struct {
 func (c *eventCursor) accept(e etcd.Event) (ok bool, lost uint64) {
 	switch {
 	case c.seq != math.MaxUint64 && e.Seq > c.seq:
-		lost = e.Seq - c.seq - 1
+		// Events the stream left out on purpose are not lost.
+		lost = e.Seq - c.seq - 1 - min(e.Skipped, e.Seq-c.seq-1)
 	case e.Time.After(c.time):
 		// A new process (or the first event seen): events before this
 		// one that the ring no longer holds are lost, unless this is the
 		// first event of all.
 		if c.seq != math.MaxUint64 && e.Seq > 1 {
-			lost = e.Seq - 1
+			lost = e.Seq - 1 - min(e.Skipped, e.Seq-1)
 		}
 	default:
 		return false, 0
@@ -314,7 +438,7 @@ func (o *Observer) readEvents(ctx context.Context, m MemberInfo, cur *eventCurso
 	// The whole retained ring is asked for: the cursor drops what was
 	// already delivered, and keeps what a restarted member reported
 	// before the stream reconnected.
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.DebugURL+"/events?since=0", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.DebugURL+"/events?since=0&beats=sent", nil)
 	if err != nil {
 		return false, err
 	}
@@ -341,10 +465,21 @@ func (o *Observer) readEvents(ctx context.Context, m MemberInfo, cur *eventCurso
 		if lost > 0 {
 			o.emit(ctx, m.Name, func(h Observed) Observation { return &GapObservation{Observed: h, Lost: lost} })
 		}
+		if fromLeader(e) {
+			o.heard[m.Name].Store(time.Now().UnixNano())
+		}
 		if !o.emit(ctx, m.Name, func(h Observed) Observation { return &EventObservation{Observed: h, Event: e} }) {
 			return got, ctx.Err()
 		}
-		o.Refresh(m.Name)
+		switch eventTier(e) {
+		case tierNow:
+			o.Refresh(m.Name)
+		case tierSoon:
+			select {
+			case o.replicated[m.Name] <- struct{}{}:
+			default:
+			}
+		}
 	}
 	return got, sc.Err()
 }

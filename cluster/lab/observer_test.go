@@ -73,10 +73,26 @@ func TestObserverFollowsRealCluster(t *testing.T) {
 		if got.Member != leaderName || got.Event.Msg.FromName != leaderName {
 			t.Errorf("heartbeat observed from %s (sent by %s), want %s", got.Member, got.Event.Msg.FromName, leaderName)
 		}
-		awaitObservation(t, obs, &seq, "a heartbeat received by a follower", func(o Observation) bool {
+		// The heartbeats a member steps are left out of the stream
+		// (beats=sent), and not reported as lost: the follower's answer
+		// says it stepped one.
+		var stepped, gaps int
+		awaitObservation(t, obs, &seq, "a follower answering a heartbeat", func(o Observation) bool {
+			if _, ok := o.(*GapObservation); ok {
+				gaps++
+			}
 			e, ok := o.(*EventObservation)
-			return ok && e.Member != leaderName && e.Event.Kind == etcd.EventRecv && e.Event.Msg != nil && e.Event.Msg.Type == "MsgHeartbeat"
+			if !ok || e.Event.Msg == nil || (e.Event.Msg.Type != "MsgHeartbeat" && e.Event.Msg.Type != "MsgHeartbeatResp") {
+				return false
+			}
+			if e.Event.Kind == etcd.EventRecv {
+				stepped++
+			}
+			return e.Member != leaderName && e.Event.Kind == etcd.EventSend && e.Event.Msg.Type == "MsgHeartbeatResp"
 		})
+		if stepped > 0 || gaps > 0 {
+			t.Errorf("%d heartbeats stepped were streamed and %d gaps reported; want neither", stepped, gaps)
+		}
 	})
 
 	victim := (leader + 1) % 3
@@ -136,6 +152,9 @@ func TestEventCursor(t *testing.T) {
 		{"restarted member from its first event", eventCursor{seq: 70, time: at(11)}, etcd.Event{Seq: 1, Time: at(20)}, true, 0},
 		{"restarted member whose ring overflowed", eventCursor{seq: 70, time: at(11)}, etcd.Event{Seq: 5, Time: at(20)}, true, 4},
 		{"replay from the start", eventCursor{}, etcd.Event{Seq: 1, Time: at(1)}, true, 0},
+		{"heartbeats left out by the stream", eventCursor{seq: 7, time: at(11)}, etcd.Event{Seq: 11, Time: at(12), Skipped: 3}, true, 0},
+		{"left out and dropped", eventCursor{seq: 7, time: at(11)}, etcd.Event{Seq: 11, Time: at(12), Skipped: 1}, true, 2},
+		{"restarted member, its first events left out", eventCursor{seq: 70, time: at(11)}, etcd.Event{Seq: 4, Time: at(20), Skipped: 3}, true, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -151,24 +170,50 @@ func TestEventCursor(t *testing.T) {
 	}
 }
 
-func TestPollInterval(t *testing.T) {
+// TestNextLook checks when a member is read next: once per tick while its
+// election timer may fill, once per second when steady or dead, and again
+// as soon as a steady follower's heartbeats are overdue.
+func TestNextLook(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	follower := func(tickMS float64) etcd.Status {
+		return etcd.Status{State: "StateFollower", Leader: "a1", HeartbeatTicks: 1, Clock: etcd.ClockStatus{TickIntervalMS: tickMS}}
+	}
+	noLeader := follower(100)
+	noLeader.Leader = "0"
+	paused := follower(100)
+	paused.Clock.Paused = true
+	candidate := etcd.Status{State: "StateCandidate", HeartbeatTicks: 1, Clock: etcd.ClockStatus{TickIntervalMS: 100}}
+	leader := etcd.Status{State: "StateLeader", HeartbeatTicks: 1, Clock: etcd.ClockStatus{TickIntervalMS: 100}}
 	tests := []struct {
 		name      string
 		reachable bool
-		clock     etcd.ClockStatus
-		want      time.Duration
+		st        etcd.Status
+		heard     time.Time
+		fetched   time.Time
+		now       time.Time
+		want      time.Time
 	}{
-		{"real time", true, etcd.ClockStatus{TickIntervalMS: 100}, 100 * time.Millisecond},
-		{"slowed down", true, etcd.ClockStatus{TickIntervalMS: 500}, 500 * time.Millisecond},
-		{"very slow", true, etcd.ClockStatus{TickIntervalMS: 10000}, time.Second},
-		{"faster than a gap", true, etcd.ClockStatus{TickIntervalMS: 10}, refreshGap},
-		{"paused", true, etcd.ClockStatus{TickIntervalMS: 100, Paused: true}, time.Second},
-		{"unreachable", false, etcd.ClockStatus{TickIntervalMS: 100}, time.Second},
+		{"candidate: every tick", true, candidate, t0, ms(0), ms(0), ms(100)},
+		{"candidate, looked late", true, candidate, t0, ms(0), ms(150), ms(150)},
+		{"follower without a leader", true, noLeader, ms(0), ms(0), ms(0), ms(100)},
+		{"very slow clock", true, etcd.Status{State: "StateCandidate", Clock: etcd.ClockStatus{TickIntervalMS: 10000}}, t0, ms(0), ms(0), ms(1000)},
+		{"fast clock", true, etcd.Status{State: "StateCandidate", Clock: etcd.ClockStatus{TickIntervalMS: 10}}, t0, ms(0), ms(0), ms(100)},
+		{"leader: once a second", true, leader, t0, ms(0), ms(0), ms(1000)},
+		{"paused", true, paused, ms(0), ms(0), ms(0), ms(1000)},
+		{"unreachable", false, candidate, t0, ms(0), ms(0), ms(1000)},
+		// beatWindow at 100 ms ticks, one-tick heartbeats: 300 ms.
+		{"steady follower: when beats would be overdue", true, follower(100), ms(0), ms(0), ms(0), ms(300)},
+		{"steady follower, beats moved on", true, follower(100), ms(250), ms(0), ms(300), ms(550)},
+		{"steady follower, at least a tick on", true, follower(100), ms(0), ms(0), ms(250), ms(350)},
+		{"steady follower: the slow poll", true, follower(100), ms(900), ms(0), ms(950), ms(1000)},
+		{"steady follower, slow poll due", true, follower(100), ms(990), ms(0), ms(1000), ms(1000)},
+		{"beats overdue: every tick", true, follower(100), ms(0), ms(300), ms(400), ms(400)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := pollInterval(tt.reachable, etcd.Status{Clock: tt.clock}); got != tt.want {
-				t.Errorf("pollInterval = %v, want %v", got, tt.want)
+			if got := nextLook(tt.reachable, tt.st, tt.heard, tt.fetched, tt.now); !got.Equal(tt.want) {
+				t.Errorf("nextLook = +%v, want +%v", got.Sub(t0), tt.want.Sub(t0))
 			}
 		})
 	}

@@ -11,6 +11,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/klab-dev/klab/cluster/etcd"
 	"github.com/klab-dev/klab/cluster/lab"
 	"github.com/klab-dev/klab/cluster/runtime"
 	"github.com/klab-dev/klab/cluster/runtime/docker"
@@ -165,6 +166,15 @@ type ObserverClosedMsg struct{}
 // message: a heartbeat round reaches the UI as one redraw, not a dozen.
 const observeCoalesce = 50 * time.Millisecond
 
+// routineCoalesce is how long a batch of nothing but a steady cluster's
+// traffic may gather: heartbeats, replication (proposals, appends, read
+// index rounds) and the statuses of members in a steady state. Such a
+// cluster is redrawn four times a second, not twenty, which is as fast as
+// its rows can be read and leaves an idle workspace costing next to
+// nothing. Anything else (a vote, a role change, a lost message, a timer
+// filling) closes the batch at once.
+const routineCoalesce = 250 * time.Millisecond
+
 // maxBatch bounds one message, so that a backlog is drawn in steps.
 const maxBatch = 1024
 
@@ -177,22 +187,62 @@ func WaitObservations(ch <-chan lab.Observation) tea.Cmd {
 		if !ok {
 			return ObserverClosedMsg{}
 		}
+		// The batch is gathered by sleeping and then taking what waits,
+		// not by waking for each observation: a steady cluster sends a
+		// few hundred a second.
 		batch := []lab.Observation{first}
-		deadline := time.NewTimer(observeCoalesce)
-		defer deadline.Stop()
-		for len(batch) < maxBatch {
-			select {
-			case o, ok := <-ch:
-				if !ok {
-					return ObservationsMsg{Batch: batch}
+		quiet := Routine(first)
+		start := time.Now()
+		for {
+			time.Sleep(observeCoalesce)
+			for len(batch) < maxBatch {
+				select {
+				case o, ok := <-ch:
+					if !ok {
+						return ObservationsMsg{Batch: batch}
+					}
+					batch = append(batch, o)
+					quiet = quiet && Routine(o)
+					continue
+				default:
 				}
-				batch = append(batch, o)
-			case <-deadline.C:
+				break
+			}
+			if !quiet || len(batch) >= maxBatch || time.Since(start) >= routineCoalesce-observeCoalesce/2 {
 				return ObservationsMsg{Batch: batch}
 			}
 		}
-		return ObservationsMsg{Batch: batch}
 	}
+}
+
+// Routine reports whether o is a steady cluster's traffic: a heartbeat or
+// a replication message sent or stepped, or the status of a leader or of a
+// follower whose heartbeats keep its election timer from filling. A timer
+// that fills, a candidate, a member without a leader, an election, a lost
+// message are drawn at once.
+func Routine(o lab.Observation) bool {
+	switch o := o.(type) {
+	case *lab.StatusObservation:
+		st := o.Status
+		switch st.State {
+		case "StateLeader":
+			return true
+		case "StateFollower":
+			return st.Leader != "" && st.Leader != "0" && st.ElectionElapsed <= max(st.HeartbeatTicks, 1)
+		}
+		return false
+	case *lab.EventObservation:
+		e := o.Event
+		if e.Msg == nil || (e.Kind != etcd.EventSend && e.Kind != etcd.EventRecv) {
+			return false
+		}
+		switch e.Msg.Type {
+		case "MsgHeartbeat", "MsgHeartbeatResp", "MsgApp", "MsgAppResp", "MsgProp",
+			"MsgReadIndex", "MsgReadIndexResp":
+			return !e.Msg.Reject
+		}
+	}
+	return false
 }
 
 // ComponentsMsg reports the runtime's view of the components.

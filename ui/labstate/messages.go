@@ -118,6 +118,17 @@ func (s *State) applyEvent(member string, e etcd.Event) {
 		if e.Msg != nil {
 			s.applyMessage(e)
 		}
+		// A follower stepping its leader's heartbeat or append resets
+		// its election timer, as raft's stepFollower does; its answer
+		// says it did (the Observer does not stream the heartbeats a
+		// member steps). The Observer reads a steady follower's status
+		// only about once a second, so the timer is reset here, between
+		// two reads.
+		if e.Msg != nil && heardLeader(e) {
+			if m := s.Member(member); m != nil && m.Status.State == "StateFollower" && e.Msg.Term >= m.Status.Term {
+				m.Status.ElectionElapsed = 0
+			}
+		}
 	case etcd.EventState:
 		// Membership changes replayed at start are "state" events with a
 		// detail and no role change worth a line; becoming a candidate is
@@ -238,6 +249,18 @@ func (s *State) applyHeartbeat(e etcd.Event) {
 	default:
 		h.resps = append(h.resps, s.Ticks)
 	}
+}
+
+// heardLeader reports whether e shows its member stepped a leader's
+// heartbeat or append.
+func heardLeader(e etcd.Event) bool {
+	switch e.Kind {
+	case etcd.EventSend:
+		return e.Msg.Type == "MsgHeartbeatResp" || e.Msg.Type == "MsgAppResp"
+	case etcd.EventRecv:
+		return e.Msg.Type == "MsgHeartbeat" || e.Msg.Type == "MsgApp"
+	}
+	return false
 }
 
 // SawDrops reports whether messages were lost to the network recently:

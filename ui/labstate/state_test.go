@@ -165,3 +165,37 @@ func TestNotesTellTheElectionOnce(t *testing.T) {
 		t.Errorf("leader note = %+v, want m2 following m1", n)
 	}
 }
+
+// TestHeartbeatResetsFollowerTimer: a follower that answers its leader's
+// heartbeat (or steps an append) has reset its election timer, as raft's
+// stepFollower does, even though its status was read before.
+func TestHeartbeatResetsFollowerTimer(t *testing.T) {
+	filling := func(member string, elapsed int) lab.Observation {
+		o := status(member, "StateFollower", 2, 100).(*lab.StatusObservation)
+		o.Status.ElectionElapsed = elapsed
+		return o
+	}
+	tests := []struct {
+		name string
+		obs  lab.Observation
+		want int
+	}{
+		{"answered a heartbeat", msg("m2", etcd.EventSend, "MsgHeartbeatResp", "m2", "m1"), 0},
+		{"answered an append", msg("m2", etcd.EventSend, "MsgAppResp", "m2", "m1"), 0},
+		{"stepped an append", msg("m2", etcd.EventRecv, "MsgApp", "m1", "m2"), 0},
+		{"sent a vote", msg("m2", etcd.EventSend, "MsgVote", "m2", "m1"), 6},
+		{"a heartbeat of an older term", func() lab.Observation {
+			o := msg("m2", etcd.EventSend, "MsgHeartbeatResp", "m2", "m1").(*lab.EventObservation)
+			o.Event.Msg.Term = 1
+			return o
+		}(), 6},
+	}
+	for _, tt := range tests {
+		st := newState()
+		st.Apply(filling("m2", 6))
+		st.Apply(tt.obs)
+		if got := st.Member("m2").Status.ElectionElapsed; got != tt.want {
+			t.Errorf("%s: election elapsed %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
