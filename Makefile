@@ -52,6 +52,9 @@ bench:
 	$(GO) test -count=1 -timeout 60m -run '^$$' -bench 'Density' -benchtime 1x ./bench/controlloop/
 	@if docker info >/dev/null 2>&1; then $(MAKE) build && KLAB_BINARY=$(CURDIR)/$(BIN) $(GO) run ./bench/docker/cmd/dockerbench; \
 	else echo "no Docker engine answers: the Docker runtime's figures are skipped"; fi
+	$(MAKE) build
+	KLAB_BINARY=$(CURDIR)/$(BIN) $(GO) run ./bench/ui/cmd/uibench -view raft
+	KLAB_BINARY=$(CURDIR)/$(BIN) $(GO) run ./bench/ui/cmd/uibench -view overview
 	@pkgs="$$(grep -rl --include='*_test.go' '^func Benchmark' . | xargs -r -n1 dirname | grep -v '^./bench/' | LC_ALL=C sort -u)"; \
 	if [ -n "$$pkgs" ]; then $(GO) test -count=1 -run '^$$' -bench . -benchmem $$pkgs; fi
 

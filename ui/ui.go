@@ -180,13 +180,19 @@ func Run(ctx context.Context, opts Options) error {
 	lipgloss.HasDarkBackground()
 
 	m := NewModel(ctx, common.New(), opts, logger)
-	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx))
+	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx), tea.WithFPS(FPS))
 	_, runErr := p.Run()
 	if errors.Is(runErr, tea.ErrProgramKilled) && ctx.Err() != nil {
 		runErr = nil // the context ended: a normal way out
 	}
 	return errors.Join(runErr, m.cleanup(opts.Out))
 }
+
+// FPS is how often the renderer looks for a new frame to write. The
+// Observer's news is gathered into one frame per 50 ms at the most
+// (labio.WaitObservations), so a faster renderer draws nothing more: it
+// only wakes up for nothing, which an idle workspace pays for.
+const FPS = 20
 
 // cleanup stops what the TUI started and did not stop: a start in
 // progress, or a cluster running in this process.

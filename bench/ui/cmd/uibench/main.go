@@ -1,12 +1,16 @@
 // Command uibench measures the CPU an idle klab workspace uses: a cluster
 // runs in its own `klab up` process (so that its members' work is not
-// counted), the TUI attaches to it in this process with the Raft view
-// shown, drawing to nowhere, and for -for (30 s) nobody touches anything.
-// The CPU this process used in that time, from getrusage, is the figure:
-// the Observer's stream, the folds into the state and every redraw the
-// members' heartbeats cause.
+// counted), the TUI attaches to it in this process with the Raft view (or
+// the Overview) shown, drawing to nowhere at the TUI's frame rate, and for
+// -for (30 s) nobody touches anything. The CPU this process used in that
+// time, from getrusage, is the figure: the Observer's streams, the folds
+// into the state and every redraw the cluster's traffic causes. An idle
+// Kubernetes control plane is not idle to etcd: the components renew their
+// leases, so raft replicates a few writes and reads a second, besides the
+// heartbeats; the figures say how many observations and frames that made.
+// The same is then measured for the Observer alone, without the TUI.
 //
-//	KLAB_BINARY=bin/klab go run ./bench/ui/cmd/uibench [-for 30s] [-view raft|overview]
+//	KLAB_BINARY=bin/klab go run ./bench/ui/cmd/uibench [-for 30s] [-view raft|overview] [-cpuprofile f]
 package main
 
 import (
@@ -19,7 +23,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -41,7 +47,11 @@ func main() {
 func run() error {
 	dur := flag.Duration("for", 30*time.Second, "how long the workspace stays idle")
 	view := flag.String("view", "raft", "the view shown: raft or overview")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the workspace's idle time to this file")
 	flag.Parse()
+	if *view != "raft" && *view != "overview" {
+		return fmt.Errorf("-view %q: want raft or overview", *view)
+	}
 	bin := os.Getenv("KLAB_BINARY")
 	if bin == "" {
 		return errors.New("KLAB_BINARY must name a klab binary (make build)")
@@ -72,44 +82,137 @@ func run() error {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	// The control socket answers before cluster.json is written, when the
+	// cluster is up: wait for both.
 	var client *lab.Client
+	var info *lab.Info
 	for {
 		if client, err = lab.Connect(ctx, name); err == nil {
-			break
+			if info, err = lab.LoadInfo(name); err == nil {
+				break
+			}
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("the cluster did not come up: %v (log in %s)", err, logf.Name())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	info, err := lab.LoadInfo(name)
-	if err != nil {
+
+	if err := workspace(client, info, *view, *dur, *cpuprofile); err != nil {
 		return err
 	}
+	return observerOnly(info, *dur)
+}
 
-	m := ui.NewModel(context.Background(), common.New(), ui.Options{Spec: info.Spec}, slog.New(slog.DiscardHandler))
-	p := tea.NewProgram(m, tea.WithInput(nil), tea.WithOutput(io.Discard))
+// workspace measures the TUI attached to the cluster.
+func workspace(client *lab.Client, info *lab.Info, view string, dur time.Duration, cpuprofile string) error {
+	m := &counting{Model: ui.NewModel(context.Background(), common.New(), ui.Options{Spec: info.Spec}, slog.New(slog.DiscardHandler))}
+	p := tea.NewProgram(m, tea.WithInput(nil), tea.WithOutput(io.Discard), tea.WithFPS(ui.FPS))
 	done := make(chan error, 1)
 	go func() { _, err := p.Run(); done <- err }()
 	p.Send(tea.WindowSizeMsg{Width: 160, Height: 48})
 	p.Send(labio.ReadyMsg{Lab: labio.Attached(client, info)})
-	if *view == "overview" {
+	if view == "overview" {
 		p.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("1")})
 	}
 	// Let the workspace settle: the first statuses and the election
 	// already held arrive in the first seconds.
 	time.Sleep(5 * time.Second)
+	if cpuprofile != "" {
+		f, err := os.Create(cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
+	m.reset()
 	before, wall := rusage(), time.Now()
-	time.Sleep(*dur)
+	time.Sleep(dur)
 	after, elapsed := rusage(), time.Since(wall)
+	frames, observed := m.counts()
+	if cpuprofile != "" {
+		pprof.StopCPUProfile()
+	}
 	p.Quit()
 	if err := <-done; err != nil && !errors.Is(err, tea.ErrProgramKilled) {
 		return err
 	}
 	cpu := after - before
-	fmt.Printf("| idle workspace (%s view, 3 masters + 1 worker, attached) | %s | %.1f ms | %.2f %% of a core |\n",
-		*view, elapsed.Round(time.Second), float64(cpu.Microseconds())/1000, 100*cpu.Seconds()/elapsed.Seconds())
+	fmt.Printf("| idle workspace (%s view, 3 masters + 1 worker, attached, %d fps) | %s | %.1f ms | %.2f %% of a core | %.1f frames/s, %.0f observations/s |\n",
+		view, ui.FPS, elapsed.Round(time.Second), ms(cpu), 100*cpu.Seconds()/elapsed.Seconds(),
+		float64(frames)/elapsed.Seconds(), float64(observed)/elapsed.Seconds())
 	return nil
+}
+
+// observerOnly measures the Observer alone, read as fast as it delivers.
+func observerOnly(info *lab.Info, dur time.Duration) error {
+	o := lab.NewObserver(info.Members, lab.ObserverOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { o.Run(ctx); close(stopped) }()
+	var n sync.WaitGroup
+	var count int
+	n.Add(1)
+	go func() {
+		defer n.Done()
+		for range o.Observations() {
+			count++
+		}
+	}()
+	time.Sleep(5 * time.Second)
+	before, wall := rusage(), time.Now()
+	time.Sleep(dur)
+	after, elapsed := rusage(), time.Since(wall)
+	cancel()
+	<-stopped
+	n.Wait()
+	cpu := after - before
+	fmt.Printf("| of which: the Observer alone (no TUI) | %s | %.1f ms | %.2f %% of a core | |\n",
+		elapsed.Round(time.Second), ms(cpu), 100*cpu.Seconds()/elapsed.Seconds())
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// counting counts the frames drawn and the observations delivered.
+type counting struct {
+	tea.Model
+	mu       sync.Mutex
+	frames   int
+	observed int
+}
+
+func (c *counting) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if m, ok := msg.(labio.ObservationsMsg); ok {
+		c.mu.Lock()
+		c.observed += len(m.Batch)
+		c.mu.Unlock()
+	}
+	var cmd tea.Cmd
+	c.Model, cmd = c.Model.Update(msg)
+	return c, cmd
+}
+
+func (c *counting) View() string {
+	c.mu.Lock()
+	c.frames++
+	c.mu.Unlock()
+	return c.Model.View()
+}
+
+func (c *counting) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.frames, c.observed = 0, 0
+}
+
+func (c *counting) counts() (frames, observed int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.frames, c.observed
 }
 
 // rusage returns the CPU time (user + system) this process has used.
