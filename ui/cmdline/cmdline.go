@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
@@ -95,6 +96,9 @@ func New(c *common.Common, run Runner, complete *Completer) *Model {
 	in := textinput.New()
 	in.Prompt = ": "
 	in.CharLimit = 1000
+	// A blinking cursor would redraw the whole screen twice a second
+	// while the line is open.
+	in.Cursor.SetMode(cursor.CursorStatic)
 	return &Model{c: c, run: run, complete: complete, input: in}
 }
 

@@ -169,10 +169,17 @@ func (m *Model) lessonKeys() []key.Binding {
 	if m.pane.Index() > 0 {
 		out = append(out, k.PrevStep)
 	}
-	if m.focus == focusLesson {
-		out = append(out, k.Up, k.Down, k.PageDown, k.PageUp)
+	return append(out, m.scrollKeys()...)
+}
+
+// scrollKeys are the keys that scroll the lesson pane while it has the
+// focus.
+func (m *Model) scrollKeys() []key.Binding {
+	if m.focus != focusLesson {
+		return nil
 	}
-	return out
+	k := m.c.Keys
+	return []key.Binding{k.Up, k.Down, k.PageDown, k.PageUp}
 }
 
 // names are the words the command line completes besides commands: the

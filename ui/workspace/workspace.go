@@ -371,8 +371,13 @@ func (m *Model) ShortHelp() []key.Binding {
 	// leave, then the rest.
 	var out []key.Binding
 	if m.focus == focusLesson && m.pane != nil {
-		out = append(out, m.lessonKeys()...)
+		// The step keys, then ? and q, then the scrolling that the
+		// arrows make plain enough to be cut first.
+		scroll := m.scrollKeys()
+		steps := m.lessonKeys()
+		out = append(out, steps[:len(steps)-len(scroll)]...)
 		out = append(out, k.Focus, k.Command, k.Help, k.Quit)
+		out = append(out, scroll...)
 	} else {
 		out = append(out, m.viewKeys()...)
 		if m.pane != nil {

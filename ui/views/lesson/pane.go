@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/glamour/ansi"
 	glamourstyles "github.com/charmbracelet/glamour/styles"
 	"github.com/charmbracelet/lipgloss"
+	xansi "github.com/charmbracelet/x/ansi"
 	"github.com/muesli/termenv"
 
 	"github.com/klab-dev/klab/assets/i18n"
@@ -232,23 +233,38 @@ func (p *Pane) bodyLines(width int) []string {
 	}
 	st := p.Step()
 	var md strings.Builder
-	md.WriteString(st.Body.String())
+	md.WriteString(unwrapListItems(st.Body.String()))
 	if len(st.Try) > 0 {
 		fmt.Fprintf(&md, "\n\n**%s**\n\n", i18n.T("ui.lesson.try"))
 		for _, cmd := range st.Try {
 			fmt.Fprintf(&md, "    %s\n", cmd)
 		}
 	}
-	for i := 0; i < p.hints; i++ {
-		fmt.Fprintf(&md, "\n\n> **%s** %s\n", i18n.T("ui.lesson.hint", i+1), oneParagraph(st.Hints[i].String()))
-	}
 	lines := strings.Split(renderMarkdown(md.String(), width, dark, colour), "\n")
 	s := p.c.Styles.Lesson
+	// Each hint is a paragraph set off by a bar drawn here: glamour's own
+	// block quote counts its two-cell bar as one cell, so its lines came
+	// out too wide and broke apart, leaving words without the bar.
+	bar := s.Rule.Render("│ ")
+	for i := 0; i < p.hints; i++ {
+		hint := fmt.Sprintf("**%s** %s", i18n.T("ui.lesson.hint", i+1), oneParagraph(st.Hints[i].String()))
+		lines = append(lines, "")
+		for _, l := range strings.Split(renderMarkdown(hint, max(width-2, 1), dark, colour), "\n") {
+			lines = append(lines, bar+l)
+		}
+	}
+	// The notes wrap rather than lose their ends in a narrow pane.
+	var notes []string
 	if len(st.Try) > 0 {
-		lines = append(lines, s.Muted.Render(common.Fit(i18n.T("ui.lesson.try-note"), width)))
+		notes = append(notes, i18n.T("ui.lesson.try-note"))
 	}
 	if left := len(st.Hints) - p.hints; left > 0 {
-		lines = append(lines, s.Muted.Render(common.Fit(i18n.T("ui.lesson.hints-left", left), width)))
+		notes = append(notes, i18n.T("ui.lesson.hints-left", left))
+	}
+	for _, n := range notes {
+		for _, l := range common.Pack(strings.Fields(n), width, " ") {
+			lines = append(lines, s.Muted.Render(l))
+		}
 	}
 	*c = bodyCache{lang: i18n.Current(), step: p.step, width: width, hints: p.hints, dark: dark, colour: colour, lines: lines}
 	return lines
@@ -279,7 +295,10 @@ func renderMarkdown(md string, width int, dark, colour bool) string {
 	zero := uint(0)
 	cfg.Document.Margin = &zero
 	cfg.Document.BlockPrefix, cfg.Document.BlockSuffix = "", ""
-	r, err := glamour.NewTermRenderer(glamour.WithStyles(cfg), glamour.WithWordWrap(width))
+	// glamour leaves a list item's bullet and a quote's bar out of the
+	// width it wraps to, so those lines came out up to two cells too wide
+	// and lost their last word to the pane's edge: wrap two cells short.
+	r, err := glamour.NewTermRenderer(glamour.WithStyles(cfg), glamour.WithWordWrap(max(width-2, 1)))
 	if err != nil {
 		return md
 	}
@@ -288,10 +307,30 @@ func renderMarkdown(md string, width int, dark, colour bool) string {
 		return md
 	}
 	// glamour pads every line to the wrap width and adds blank lines
-	// around the document; the pane pads itself.
-	lines := strings.Split(strings.Trim(out, "\n"), "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " ")
+	// around the document; the pane pads itself. A word longer than a
+	// line (a path, a flag after a hyphen) glamour leaves whole: it is
+	// wrapped here rather than lose its end to the pane's edge.
+	var lines []string
+	for _, l := range strings.Split(strings.Trim(out, "\n"), "\n") {
+		l = strings.TrimRight(l, " ")
+		lines = append(lines, wrapWide(l, width)...)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// wrapWide wraps a line wider than width: at spaces where it can, and
+// through a word where it must (x/ansi's Wrap leaves a word of hyphens
+// alone).
+func wrapWide(l string, width int) []string {
+	if xansi.StringWidth(l) <= width {
+		return []string{l}
+	}
+	var out []string
+	for _, part := range strings.Split(xansi.Wrap(l, width, ""), "\n") {
+		if xansi.StringWidth(part) > width {
+			part = xansi.Hardwrap(part, width, true)
+		}
+		out = append(out, strings.Split(part, "\n")...)
+	}
+	return out
 }

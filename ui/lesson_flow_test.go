@@ -1,0 +1,219 @@
+package ui
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/exp/teatest"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/lessons"
+	"github.com/klab-dev/klab/ui/internal/uitest"
+)
+
+// memberListRunner stands in for klab's own runner (cmd/klab, which a
+// test of this package cannot import) for one command: etcdctl member
+// list, answered from the cluster the command names, in etcdctl's simple
+// format. Any other command line, or one not aimed at cluster name, fails
+// the test.
+func memberListRunner(t *testing.T, name string) func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		want := []string{"klab", "etcdctl", "--name=" + name, "member", "list"}
+		if !slices.Equal(args, want) {
+			t.Errorf("command line = %q, want %q", args, want)
+			return fmt.Errorf("unexpected command line %q", args)
+		}
+		info, err := lab.LoadInfo(name)
+		if err != nil {
+			return err
+		}
+		cli, err := clientv3.New(clientv3.Config{Endpoints: info.EtcdEndpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			return err
+		}
+		defer cli.Close()
+		resp, err := cli.MemberList(ctx)
+		if err != nil {
+			fmt.Fprintln(stderr, "Error:", err)
+			return err
+		}
+		for _, m := range resp.Members {
+			fmt.Fprintf(stdout, "%x, started, %s, %s, %s, %v\n", m.ID, m.Name,
+				strings.Join(m.PeerURLs, ","), strings.Join(m.ClientURLs, ","), m.IsLearner)
+		}
+		return nil
+	}
+}
+
+// TestLessonFlow takes a lesson as a student does, on a real local
+// cluster: pick Raft leader election on the home screen with the arrow
+// keys, watch the cluster being created, see the first step pass by
+// itself once a leader is elected, go on to step 2, run a command on the
+// workspace's cluster, and quit removing the cluster. The progress file
+// in KLAB_HOME keeps step 1 done and step 2 as the current step.
+func TestLessonFlow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a local cluster")
+	}
+	testHome(t)
+	// A name of its own: another run of this test on the machine gets
+	// other loopback addresses.
+	name := fmt.Sprintf("lesson-%d", os.Getpid())
+	c := uitest.Setup(t, i18n.English)
+	spec := lab.DefaultSpec()
+	spec.Name, spec.NoFsync = name, true
+	// The embedded lessons and the progress file in KLAB_HOME, as Run
+	// prepares them.
+	opts := Options{Spec: spec, Run: memberListRunner(t, name)}
+	if err := opts.prepare(); err != nil {
+		t.Fatal(err)
+	}
+	if opts.Progress == nil {
+		t.Fatal("no progress opened in KLAB_HOME")
+	}
+	lesson, _, err := ResolveLesson(opts.Lessons, "raft-election")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The home screen opens on the first lesson; raft-election is a few
+	// rows down.
+	downs := slices.IndexFunc(opts.Lessons, func(l *lessons.Lesson) bool { return l.ID == lesson.ID })
+	if downs < 1 {
+		t.Fatalf("raft-election is lesson %d of %d; the test expects it after the first", downs, len(opts.Lessons))
+	}
+	steps := len(lesson.Steps)
+
+	m := NewModel(context.Background(), c, opts, slog.New(slog.DiscardHandler))
+	m.savePrefs = false
+	// Wide enough for the lesson's title in the pane and etcdctl's lines
+	// in the command's output.
+	const width, height = 160, 48
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(width, height))
+	finished := false
+	t.Cleanup(func() {
+		if finished {
+			return
+		}
+		// A failed wait leaves the program and the cluster running:
+		// Ctrl-C stops the cluster keeping its data, then cleanup stops
+		// whatever the program left, as Run does.
+		tm.Send(uitest.Key("ctrl+c"))
+		tm.WaitFinished(t, teatest.WithFinalTimeout(60*time.Second),
+			teatest.WithTimeoutFn(func(tb testing.TB) { tb.Log("the program did not end after Ctrl-C") }))
+		if err := m.cleanup(io.Discard); err != nil {
+			t.Logf("cleanup: %v", err)
+		}
+	})
+
+	// The renderer writes only the lines that changed, and each WaitFor
+	// reads what arrived since the previous one: the transcript keeps it
+	// all, and each wait looks at what arrived since the key it follows.
+	var transcript bytes.Buffer
+	out := io.TeeReader(tm.Output(), &transcript)
+	start := time.Now()
+	waitFor := func(what string, since int, d time.Duration, cond func(string) bool) {
+		t.Helper()
+		t.Logf("%5.1fs waiting for %s", time.Since(start).Seconds(), what)
+		teatest.WaitFor(t, out, func([]byte) bool { return cond(transcript.String()[since:]) },
+			teatest.WithDuration(d), teatest.WithCheckInterval(20*time.Millisecond))
+	}
+	all := func(subs ...string) func(string) bool {
+		return func(s string) bool {
+			for _, sub := range subs {
+				if !strings.Contains(s, sub) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	press := func(keys ...string) int {
+		mark := transcript.Len()
+		for _, k := range keys {
+			tm.Send(uitest.Key(k))
+		}
+		return mark
+	}
+
+	waitFor("the lessons on the home screen", 0, 20*time.Second,
+		all("Lessons", "Free play", lesson.Title.English))
+	downKeys := slices.Repeat([]string{"down"}, downs)
+	mark := press(downKeys...)
+	// The hint under the form is the summary of the lesson focused.
+	waitFor("raft-election focused", mark, 5*time.Second, all("Watch etcd's members elect a leader"))
+
+	mark = press("enter")
+	waitFor("the creation steps", mark, 30*time.Second,
+		all("Starting cluster "+name+" with 3 masters", "✓ Creating the nodes (4, local runtime)"))
+	stepLine := fmt.Sprintf("Step 1/%d", steps)
+	waitFor("the workspace with the lesson pane", mark, 90*time.Second,
+		all(lesson.Title.English, stepLine, lesson.Steps[0].Title.English, "[2 Raft]"))
+	waitFor("step 1 done once a leader is elected", mark, 30*time.Second,
+		all("✓ Done — n for the next step", "followed by 3 of 3 members", "✓ Step done: "+lesson.Steps[0].Title.English))
+
+	mark = press("n")
+	waitFor("step 2", mark, 5*time.Second,
+		all(fmt.Sprintf("Step 2/%d", steps), lesson.Steps[1].Title.English, "… Waiting for:"))
+
+	info, err := lab.LoadInfo(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark = press(":")
+	waitFor("the command line", mark, 5*time.Second, all("Type kubectl, etcdctl or klab commands"))
+	mark = transcript.Len()
+	tm.Type("etcdctl member list")
+	tm.Send(uitest.Key("enter"))
+	// Every member of this cluster, by the ID its etcd gave it: the
+	// command reached the workspace's cluster.
+	var members []string
+	for _, mem := range info.Members {
+		members = append(members, mem.ID+", started, "+mem.Name+", "+mem.PeerURL)
+	}
+	waitFor("etcdctl's member list", mark, 20*time.Second, all(append(members, "$ etcdctl member list")...))
+
+	mark = press("esc", "q")
+	waitFor("the quit dialog", mark, 5*time.Second, all("Quit klab? Cluster "+name+" runs in this window.", "r  remove the cluster"))
+	press("r")
+	tm.WaitFinished(t, teatest.WithFinalTimeout(60*time.Second))
+	finished = true
+	t.Logf("%5.1fs finished", time.Since(start).Seconds())
+
+	final := tm.FinalModel(t).(*Model)
+	if closed, err := final.ws.Closed(); !closed || err != nil {
+		t.Errorf("cluster closed = %v, err %v", closed, err)
+	}
+	if _, err := lab.LoadInfo(name); err == nil {
+		t.Errorf("cluster %s is still there after r (remove)", name)
+	}
+	// The progress file, read afresh as klab's next run would.
+	home, err := lab.Home()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := lessons.OpenProgress(filepath.Join(home, lessons.ProgressFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Done(lesson.ID, lesson.Steps[0].ID) {
+		t.Errorf("progress does not record step %s done", lesson.Steps[0].ID)
+	}
+	if p.Done(lesson.ID, lesson.Steps[1].ID) {
+		t.Errorf("progress records step %s done; its check never passed", lesson.Steps[1].ID)
+	}
+	if got := p.Current(lesson.ID); got != lesson.Steps[1].ID {
+		t.Errorf("current step = %q, want %q", got, lesson.Steps[1].ID)
+	}
+}
