@@ -436,11 +436,12 @@ func (m *Model) Keys() []key.Binding {
 	if m.running {
 		return []key.Binding{b("esc", "esc", "ui.cmd.key.stop")}
 	}
+	// esc before the scrolling: the way out must survive a narrow footer.
 	return []key.Binding{
 		b("enter", "enter", "ui.cmd.key.run"),
 		b("tab", "tab", "ui.cmd.key.complete"),
+		b("esc", "esc", "ui.cmd.key.close"),
 		b("up", "↑/↓", "ui.cmd.key.history"),
 		k.PageUp, k.PageDown,
-		b("esc", "esc", "ui.cmd.key.close"),
 	}
 }

@@ -4,6 +4,8 @@
 package common
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -47,13 +49,75 @@ func Enabled(bs ...key.Binding) []key.Binding {
 	return out
 }
 
-// Footer draws key hints in one line of width cells; bubbles/help ends it
-// with an ellipsis when they do not all fit.
+// Footer draws key hints in one line of width cells. When they do not all
+// fit, the keys for all keys (?) and for quitting stay at the end of the
+// line and the others are cut, ending with an ellipsis: whatever the
+// width, a student can find every key and the way out.
 func Footer(c *Common, bindings []key.Binding, width int) string {
-	h := help.New()
-	h.Styles = c.Styles.Footer.Help
-	h.Width = width
-	return Pad(h.ShortHelpView(bindings), width)
+	st := c.Styles.Footer.Help
+	sep := st.ShortSeparator.Inline(true).Render(" • ")
+	items := make([]string, 0, len(bindings))
+	var pinned []string
+	for _, b := range bindings {
+		if !b.Enabled() {
+			continue
+		}
+		item := st.ShortKey.Inline(true).Render(b.Help().Key) + " " + st.ShortDesc.Inline(true).Render(b.Help().Desc)
+		if sameKeys(b, c.Keys.Help) || sameKeys(b, c.Keys.Quit) {
+			pinned = append(pinned, item)
+		}
+		items = append(items, item)
+	}
+	if line := strings.Join(items, sep); Width(line) <= width {
+		return Pad(line, width)
+	}
+	tail := strings.Join(pinned, sep)
+	room := width
+	if tail != "" {
+		room -= Width(tail) + Width(sep)
+	}
+	ellipsis := " " + st.Ellipsis.Inline(true).Render("…")
+	var b strings.Builder
+	used := 0
+	for _, it := range items {
+		if slices.Contains(pinned, it) {
+			continue
+		}
+		w := Width(it)
+		if used > 0 {
+			w += Width(sep)
+		}
+		if used+w+Width(ellipsis) > room {
+			b.WriteString(ellipsis)
+			used += Width(ellipsis)
+			break
+		}
+		if used > 0 {
+			b.WriteString(sep)
+		}
+		b.WriteString(it)
+		used += w
+	}
+	if tail == "" {
+		return Pad(b.String(), width)
+	}
+	if used == 0 {
+		return Pad(tail, width)
+	}
+	return Pad(b.String()+sep+tail, width)
+}
+
+func sameKeys(a, b key.Binding) bool {
+	ak, bk := a.Keys(), b.Keys()
+	if len(ak) != len(bk) || len(ak) == 0 {
+		return false
+	}
+	for i := range ak {
+		if ak[i] != bk[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // FullHelp draws every key group in columns.
