@@ -138,6 +138,13 @@ func (f *Feed) Close() {
 		f.wg.Wait()
 		f.keys.close()
 		f.hc.CloseIdleConnections()
+		// client-go ends a stopped watch's stream on a goroutine of its
+		// own, so a connection may turn idle only after this: close
+		// what is idle again a moment later, or it would linger until
+		// the transport's idle timeout.
+		for _, d := range []time.Duration{200 * time.Millisecond, time.Second} {
+			time.AfterFunc(d, f.hc.CloseIdleConnections)
+		}
 	})
 }
 

@@ -51,9 +51,9 @@ func (m *Model) showVerdict(v lessons.Verdict) tea.Cmd {
 	if !v.Passed {
 		return nil
 	}
-	m.status = status{msg: i18n.M("ui.ws.step-passed", m.pane.Step().Title.String())}
+	m.status = status{msg: i18n.M("ui.ws.step-passed", m.pane.Step().Title)}
 	if m.pane.Last() {
-		m.status = status{msg: i18n.M("ui.lesson.complete", m.pane.Lesson().Title.String())}
+		m.status = status{msg: i18n.M("ui.lesson.complete", m.pane.Lesson().Title)}
 	}
 	return m.saveProgress(func(p *lessons.Progress) error {
 		return p.Complete(m.pane.Lesson().ID, m.pane.Step().ID)
