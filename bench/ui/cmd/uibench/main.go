@@ -106,7 +106,11 @@ func run() error {
 
 // workspace measures the TUI attached to the cluster.
 func workspace(client *lab.Client, info *lab.Info, view string, dur time.Duration, cpuprofile string) error {
-	m := &counting{Model: ui.NewModel(context.Background(), common.New(), ui.Options{Spec: info.Spec}, slog.New(slog.DiscardHandler))}
+	// The workspace's Observer and feeds live as long as ctx: they must
+	// be gone before the Observer alone is measured.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := &counting{Model: ui.NewModel(ctx, common.New(), ui.Options{Spec: info.Spec}, slog.New(slog.DiscardHandler))}
 	p := tea.NewProgram(m, tea.WithInput(nil), tea.WithOutput(io.Discard), tea.WithFPS(ui.FPS))
 	done := make(chan error, 1)
 	go func() { _, err := p.Run(); done <- err }()
@@ -147,7 +151,8 @@ func workspace(client *lab.Client, info *lab.Info, view string, dur time.Duratio
 	return nil
 }
 
-// observerOnly measures the Observer alone, read as fast as it delivers.
+// observerOnly measures the Observer alone, its observations taken every
+// 50 ms as the TUI takes them.
 func observerOnly(info *lab.Info, dur time.Duration) error {
 	o := lab.NewObserver(info.Members, lab.ObserverOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -156,10 +161,23 @@ func observerOnly(info *lab.Info, dur time.Duration) error {
 	var n sync.WaitGroup
 	var count int
 	n.Add(1)
+	// Read as the TUI does: what arrived, every 50 ms.
 	go func() {
 		defer n.Done()
-		for range o.Observations() {
-			count++
+		for {
+			time.Sleep(50 * time.Millisecond)
+			for {
+				select {
+				case _, ok := <-o.Observations():
+					if !ok {
+						return
+					}
+					count++
+					continue
+				default:
+				}
+				break
+			}
 		}
 	}()
 	time.Sleep(5 * time.Second)
