@@ -164,6 +164,16 @@ type ComponentSpec struct {
 	KubeProxy *KubeProxySpec
 }
 
+// RestartsOnFailure reports whether the runtime restarts the component
+// when it exits by itself with an error, as a kubelet restarts a static
+// pod's container and Docker's on-failure policy restarts a container: the
+// kube-scheduler and kube-controller-manager, which exit when they lose
+// their lease (a slowed or leaderless etcd makes them miss the renew
+// deadline). A component stopped or killed on purpose stays down.
+func (s ComponentSpec) RestartsOnFailure() bool {
+	return s.Scheduler != nil || s.ControllerManager != nil
+}
+
 // ClientSpec is what every client of the API server needs: where it is,
 // how to trust it, and the cluster's speed.
 type ClientSpec struct {

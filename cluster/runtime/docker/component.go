@@ -87,9 +87,15 @@ func (r *Runtime) CreateComponent(ctx context.Context, spec runtime.ComponentSpe
 		return fmt.Errorf("create component %s: %w", spec.Ref, err)
 	}
 
+	// Docker's on-failure policy restarts a container that exits with an
+	// error; a container killed or stopped on purpose stays down.
+	policy := container.RestartPolicy{Name: container.RestartPolicyDisabled}
+	if spec.RestartsOnFailure() {
+		policy = container.RestartPolicy{Name: container.RestartPolicyOnFailure}
+	}
 	hostCfg := &container.HostConfig{
 		NetworkMode:   container.NetworkMode("container:" + node.ID),
-		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyDisabled},
+		RestartPolicy: policy,
 	}
 	cfg := &container.Config{
 		Image: r.opts.Image,

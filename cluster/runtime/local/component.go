@@ -36,7 +36,20 @@ type component struct {
 	// stopping is a process being stopped gracefully, which kill can still
 	// cut short.
 	stopping process
+	// restart is the pending restart of a component that exited by
+	// itself (spec.RestartsOnFailure); restarts counts those in a row.
+	restart  *time.Timer
+	restarts int
 }
+
+// The restart of a component that exits by itself follows Docker's
+// on-failure policy, which the Docker runtime uses: 100 ms, doubling up to
+// a minute, and back to 100 ms once a run lasted ten seconds.
+const (
+	restartFirst = 100 * time.Millisecond
+	restartMax   = time.Minute
+	restartReset = 10 * time.Second
+)
 
 func (c *component) info() runtime.ComponentInfo {
 	c.mu.Lock()
@@ -51,6 +64,7 @@ func (c *component) info() runtime.ComponentInfo {
 func (c *component) start(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.cancelRestart()
 	if c.state == runtime.StateRunning || c.state == runtime.StatePaused {
 		return nil
 	}
@@ -92,6 +106,41 @@ func (c *component) watch(m process) {
 		c.err = errors.New("member exited")
 	}
 	c.release()
+	if c.spec.RestartsOnFailure() {
+		c.scheduleRestart()
+	}
+}
+
+// scheduleRestart starts the component again after the policy's delay;
+// c.mu is held.
+func (c *component) scheduleRestart() {
+	if time.Since(c.startedAt) >= restartReset {
+		c.restarts = 0
+	}
+	delay := min(restartFirst<<min(c.restarts, 20), restartMax)
+	c.restarts++
+	c.err = fmt.Errorf("%w (restarting in %s)", c.err, delay)
+	var t *time.Timer
+	t = time.AfterFunc(delay, func() {
+		c.mu.Lock()
+		if c.restart != t {
+			c.mu.Unlock()
+			return // stopped, killed or started meanwhile
+		}
+		c.restart = nil
+		c.mu.Unlock()
+		// A start that fails records why, as an exit.
+		c.start(context.Background())
+	})
+	c.restart = t
+}
+
+// cancelRestart drops a pending restart; c.mu is held.
+func (c *component) cancelRestart() {
+	if c.restart != nil {
+		c.restart.Stop()
+		c.restart = nil
+	}
 }
 
 // release forgets the running member; c.mu is held.
@@ -105,6 +154,8 @@ func (c *component) release() {
 
 func (c *component) stop() error {
 	c.mu.Lock()
+	c.cancelRestart()
+	c.restarts = 0
 	m, logFile := c.member, c.logFile
 	if m == nil {
 		if c.state == runtime.StateCreated {
@@ -142,6 +193,8 @@ func (c *component) stop() error {
 func (c *component) kill() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.cancelRestart()
+	c.restarts = 0
 	if m := c.stopping; m != nil {
 		m.Kill()
 		c.stopping = nil
