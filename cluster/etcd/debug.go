@@ -120,10 +120,7 @@ func (m *Member) serveHealth(w http.ResponseWriter, r *http.Request) {
 func (m *Member) serveEvents(w http.ResponseWriter, r *http.Request) {
 	since, _ := strconv.ParseUint(r.URL.Query().Get("since"), 10, 64)
 	sentBeatsOnly := r.URL.Query().Get("beats") == "sent"
-	skip := func(e Event) bool {
-		return sentBeatsOnly && e.Kind == EventRecv && e.Msg != nil &&
-			(e.Msg.Type == "MsgHeartbeat" || e.Msg.Type == "MsgHeartbeatResp")
-	}
+	skip := func(e Event) bool { return sentBeatsOnly && e.Kind == EventRecv && e.Heartbeat() }
 	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-cache")

@@ -61,6 +61,51 @@ type MessageInfo struct {
 
 func hexID(id uint64) string { return strconv.FormatUint(id, 16) }
 
+// A steady cluster's traffic, as readers of the event stream sort it.
+
+// IsHeartbeat reports whether a message type is a leader's heartbeat or
+// its answer.
+func IsHeartbeat(typ string) bool { return typ == "MsgHeartbeat" || typ == "MsgHeartbeatResp" }
+
+// passed reports whether e is a message sent or stepped (not lost).
+func (e Event) passed() bool {
+	return e.Msg != nil && (e.Kind == EventSend || e.Kind == EventRecv)
+}
+
+// Heartbeat reports whether e is a heartbeat or its answer, sent or
+// stepped.
+func (e Event) Heartbeat() bool { return e.passed() && IsHeartbeat(e.Msg.Type) }
+
+// ReadIndex reports whether e is a read-index round's message, sent or
+// stepped: it changes nothing in a member's log or status.
+func (e Event) ReadIndex() bool {
+	return e.passed() && (e.Msg.Type == "MsgReadIndex" || e.Msg.Type == "MsgReadIndexResp")
+}
+
+// Replication reports whether e is a proposal, an append or an append's
+// accepting answer, sent or stepped: it moves the members' indexes.
+func (e Event) Replication() bool {
+	return e.passed() && !e.Msg.Reject &&
+		(e.Msg.Type == "MsgApp" || e.Msg.Type == "MsgAppResp" || e.Msg.Type == "MsgProp")
+}
+
+// HeardLeader reports whether e shows its member stepped a leader's
+// heartbeat or append, which resets a follower's election timer (raft's
+// stepFollower): it stepped one, or answered one (a follower answers only
+// what it stepped).
+func (e Event) HeardLeader() bool {
+	if e.Msg == nil {
+		return false
+	}
+	switch e.Kind {
+	case EventSend:
+		return e.Msg.Type == "MsgHeartbeatResp" || e.Msg.Type == "MsgAppResp"
+	case EventRecv:
+		return e.Msg.Type == "MsgHeartbeat" || e.Msg.Type == "MsgApp"
+	}
+	return false
+}
+
 func messageInfo(m *raftpb.Message, names func(uint64) string) *MessageInfo {
 	return &MessageInfo{
 		Type:     m.GetType().String(),

@@ -20,15 +20,15 @@ import (
 // status (/debug/klab/status) over HTTP, as any other process could, and
 // merges what they report into one ordered stream of typed observations.
 //
-// A member's status is fetched again whenever the member reports an event
-// other than a heartbeat, at most once per refreshGap, so the picture
-// follows raft as it happens without a busy poll. A slower fallback poll
-// notices members that died (a dead member sends no events); a follower
-// that stops hearing heartbeats is read once per tick, so that its election
-// timer can be drawn as it fills. A steady cluster's heartbeats change
-// nothing in a status but the follower's timer, which they reset, so they
-// alone fetch nothing: an idle cluster is read about once a second. A member that stops and starts again is
-// followed on its new process without losing the events it reported while
+// A member's status is fetched again when the member reports an event
+// that changes it (eventTier), so the picture follows raft as it happens
+// without a busy poll. A slower fallback poll notices members that died (a
+// dead member sends no events); a follower that stops hearing heartbeats
+// is read once per tick, so that its election timer can be drawn as it
+// fills. A steady cluster's heartbeats change nothing in a status but the
+// followers' timers, which they reset, so an idle cluster is read about
+// once a second. A member that stops and starts again is followed on its
+// new process without losing the events it reported while
 // nobody was listening, as far as its event ring still holds them.
 
 // Observer timings.
@@ -334,18 +334,14 @@ func steady(st etcd.Status, heard, now time.Time) bool {
 
 // eventTier says what an event asks of its member's status. A heartbeat
 // or a read-index round changes nothing a status shows but a follower's
-// election timer (which the UI resets on it); replication (a proposal, an
-// append and its answer) moves the indexes, read again within
-// replicationGap; anything else (a vote, a role change, a rejection, a
-// lost message) is read at once.
+// election timer (which the UI resets on it); replication moves the
+// indexes, read again within replicationGap; anything else (a vote, a role
+// change, a rejection, a lost message) is read at once.
 func eventTier(e etcd.Event) int {
-	if e.Msg == nil || (e.Kind != etcd.EventSend && e.Kind != etcd.EventRecv) || e.Msg.Reject {
-		return tierNow
-	}
-	switch e.Msg.Type {
-	case "MsgHeartbeat", "MsgHeartbeatResp", "MsgReadIndex", "MsgReadIndexResp":
+	switch {
+	case e.Heartbeat() || e.ReadIndex():
 		return tierNone
-	case "MsgApp", "MsgAppResp", "MsgProp":
+	case e.Replication():
 		return tierSoon
 	}
 	return tierNow
@@ -356,23 +352,6 @@ const (
 	tierSoon
 	tierNow
 )
-
-// fromLeader reports whether e shows its member heard from a leader,
-// which resets the member's election timer: it answered a heartbeat or an
-// append (a follower answers only what it stepped), or stepped an append.
-// The heartbeats it steps are not streamed (beats=sent).
-func fromLeader(e etcd.Event) bool {
-	if e.Msg == nil {
-		return false
-	}
-	switch e.Kind {
-	case etcd.EventSend:
-		return e.Msg.Type == "MsgHeartbeatResp" || e.Msg.Type == "MsgAppResp"
-	case etcd.EventRecv:
-		return e.Msg.Type == "MsgHeartbeat" || e.Msg.Type == "MsgApp"
-	}
-	return false
-}
 
 // eventCursor remembers where a member's event stream was left, so that a
 // reconnect delivers what was missed and nothing twice. A member that was
@@ -465,7 +444,7 @@ func (o *Observer) readEvents(ctx context.Context, m MemberInfo, cur *eventCurso
 		if lost > 0 {
 			o.emit(ctx, m.Name, func(h Observed) Observation { return &GapObservation{Observed: h, Lost: lost} })
 		}
-		if fromLeader(e) {
+		if e.HeardLeader() {
 			o.heard[m.Name].Store(time.Now().UnixNano())
 		}
 		if !o.emit(ctx, m.Name, func(h Observed) Observation { return &EventObservation{Observed: h, Event: e} }) {

@@ -11,7 +11,6 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/klab-dev/klab/cluster/etcd"
 	"github.com/klab-dev/klab/cluster/lab"
 	"github.com/klab-dev/klab/cluster/runtime"
 	"github.com/klab-dev/klab/cluster/runtime/docker"
@@ -232,15 +231,7 @@ func Routine(o lab.Observation) bool {
 		}
 		return false
 	case *lab.EventObservation:
-		e := o.Event
-		if e.Msg == nil || (e.Kind != etcd.EventSend && e.Kind != etcd.EventRecv) {
-			return false
-		}
-		switch e.Msg.Type {
-		case "MsgHeartbeat", "MsgHeartbeatResp", "MsgApp", "MsgAppResp", "MsgProp",
-			"MsgReadIndex", "MsgReadIndexResp":
-			return !e.Msg.Reject
-		}
+		return o.Event.Heartbeat() || o.Event.ReadIndex() || o.Event.Replication()
 	}
 	return false
 }

@@ -45,10 +45,6 @@ func (m *Message) key() msgKey {
 	return msgKey{m.Type, m.From, m.To, m.Term, m.LogTerm, m.Index, m.Commit, m.Entries, m.Reject}
 }
 
-// IsHeartbeat reports whether a message type is part of the leader's
-// heartbeat round, which is counted rather than drawn one by one.
-func IsHeartbeat(typ string) bool { return typ == "MsgHeartbeat" || typ == "MsgHeartbeatResp" }
-
 // Heartbeat counts the recent heartbeats between a leader and one
 // follower.
 type Heartbeat struct {
@@ -124,7 +120,7 @@ func (s *State) applyEvent(member string, e etcd.Event) {
 		// member steps). The Observer reads a steady follower's status
 		// only about once a second, so the timer is reset here, between
 		// two reads.
-		if e.Msg != nil && heardLeader(e) {
+		if e.HeardLeader() {
 			if m := s.Member(member); m != nil && m.Status.State == "StateFollower" && e.Msg.Term >= m.Status.Term {
 				m.Status.ElectionElapsed = 0
 			}
@@ -175,7 +171,8 @@ func (s *State) nameOfID(id string) string {
 
 func (s *State) applyMessage(e etcd.Event) {
 	mi := e.Msg
-	if IsHeartbeat(mi.Type) {
+	// A heartbeat round is counted rather than drawn one by one.
+	if etcd.IsHeartbeat(mi.Type) {
 		s.applyHeartbeat(e)
 		return
 	}
@@ -249,18 +246,6 @@ func (s *State) applyHeartbeat(e etcd.Event) {
 	default:
 		h.resps = append(h.resps, s.Ticks)
 	}
-}
-
-// heardLeader reports whether e shows its member stepped a leader's
-// heartbeat or append.
-func heardLeader(e etcd.Event) bool {
-	switch e.Kind {
-	case etcd.EventSend:
-		return e.Msg.Type == "MsgHeartbeatResp" || e.Msg.Type == "MsgAppResp"
-	case etcd.EventRecv:
-		return e.Msg.Type == "MsgHeartbeat" || e.Msg.Type == "MsgApp"
-	}
-	return false
 }
 
 // SawDrops reports whether messages were lost to the network recently:

@@ -158,6 +158,11 @@ func (m *Model) lessonKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 
 // lessonKeys are the lesson pane's keys that work now.
 func (m *Model) lessonKeys() []key.Binding {
+	return append(m.stepKeys(), m.scrollKeys()...)
+}
+
+// stepKeys are the keys that move through the lesson, as they apply now.
+func (m *Model) stepKeys() []key.Binding {
 	k := m.c.Keys
 	var out []key.Binding
 	if !m.pane.Last() {
@@ -169,7 +174,7 @@ func (m *Model) lessonKeys() []key.Binding {
 	if m.pane.Index() > 0 {
 		out = append(out, k.PrevStep)
 	}
-	return append(out, m.scrollKeys()...)
+	return out
 }
 
 // scrollKeys are the keys that scroll the lesson pane while it has the

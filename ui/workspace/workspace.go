@@ -373,11 +373,9 @@ func (m *Model) ShortHelp() []key.Binding {
 	if m.focus == focusLesson && m.pane != nil {
 		// The step keys, then ? and q, then the scrolling that the
 		// arrows make plain enough to be cut first.
-		scroll := m.scrollKeys()
-		steps := m.lessonKeys()
-		out = append(out, steps[:len(steps)-len(scroll)]...)
+		out = append(out, m.stepKeys()...)
 		out = append(out, k.Focus, k.Command, k.Help, k.Quit)
-		out = append(out, scroll...)
+		out = append(out, m.scrollKeys()...)
 	} else {
 		out = append(out, m.viewKeys()...)
 		if m.pane != nil {

@@ -66,8 +66,11 @@ func TestRestartOnFailure(t *testing.T) {
 	}
 	second.exit(errors.New("leaderelection lost"))
 	<-started // again, after a longer wait
-	if c.restarts != 2 {
-		t.Errorf("restarts in a row = %d, want 2", c.restarts)
+	c.mu.Lock()
+	restarts := c.restarts
+	c.mu.Unlock()
+	if restarts != 2 {
+		t.Errorf("restarts in a row = %d, want 2", restarts)
 	}
 
 	if err := c.kill(); err != nil {
@@ -87,16 +90,11 @@ func TestRestartOnFailure(t *testing.T) {
 	}
 	p := <-mstarted
 	p.exit(errors.New("disk full"))
-	<-p.done
-	// watch records the exit under the lock; wait for it by the state.
-	for {
-		info := m.info()
-		if info.State == runtime.StateExited {
-			if !strings.Contains(info.Error, "disk full") || strings.Contains(info.Error, "restarting") {
-				t.Errorf("etcd member's exit = %q, want its own error and no restart", info.Error)
-			}
-			break
-		}
+	// The exit is recorded by the first of the start's watch and this one
+	// to take the lock; the other finds it recorded.
+	m.watch(p)
+	if info := m.info(); info.State != runtime.StateExited || !strings.Contains(info.Error, "disk full") || strings.Contains(info.Error, "restarting") {
+		t.Errorf("etcd member is %s (%q), want exited with its own error and no restart", info.State, info.Error)
 	}
 	m.mu.Lock()
 	if m.restart != nil {

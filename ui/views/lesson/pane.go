@@ -322,12 +322,12 @@ func renderMarkdown(md string, width int, dark, colour bool) string {
 // through a word where it must (x/ansi's Wrap leaves a word of hyphens
 // alone).
 func wrapWide(l string, width int) []string {
-	if xansi.StringWidth(l) <= width {
+	if common.Width(l) <= width {
 		return []string{l}
 	}
 	var out []string
 	for _, part := range strings.Split(xansi.Wrap(l, width, ""), "\n") {
-		if xansi.StringWidth(part) > width {
+		if common.Width(part) > width {
 			part = xansi.Hardwrap(part, width, true)
 		}
 		out = append(out, strings.Split(part, "\n")...)
