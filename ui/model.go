@@ -34,6 +34,10 @@ type Model struct {
 	// savePrefs is false in tests, which must not write ui.json.
 	savePrefs bool
 	opts      Options
+	// frame is the last frame drawn; drawn says nothing shown changed
+	// since (every message since was one workspace.Unseen).
+	frame string
+	drawn bool
 }
 
 // NewModel returns the root model with opts.Spec as the home screen's
@@ -48,6 +52,9 @@ func (m *Model) Init() tea.Cmd { return m.home.Init() }
 
 // Update routes messages: global keys first, then the active screen.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if m.ws == nil || !m.ws.Unseen(msg) {
+		m.drawn = false
+	}
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
@@ -144,7 +151,19 @@ func (m *Model) openWorkspace(l labio.Lab) tea.Cmd {
 }
 
 // View draws the active screen, and the full help over it.
+//
+// The renderer asks for a frame after every message. A frame is drawn
+// again only when the message could have changed it: a hidden view's feed
+// (there are several, streaming all the time) costs no frame.
 func (m *Model) View() string {
+	if m.drawn {
+		return m.frame
+	}
+	m.frame, m.drawn = m.view(), true
+	return m.frame
+}
+
+func (m *Model) view() string {
 	if m.width <= 0 || m.height <= 0 {
 		return ""
 	}

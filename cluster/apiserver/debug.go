@@ -1,12 +1,13 @@
 package apiserver
 
 import (
-	"bufio"
 	"encoding/json"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/klab-dev/klab/cluster/internal/eventstream"
 )
 
 // RequestEvent is one served request, as the UI's request-path view and
@@ -86,7 +87,8 @@ type Status struct {
 }
 
 // serveDebug serves /debug/klab/status and /debug/klab/events (the
-// request stream, newline-delimited JSON, recent requests first).
+// request stream, newline-delimited JSON, recent requests first; ?quiet=D
+// flushes it on the multiples of D, as eventstream says).
 func (s *Server) serveDebug(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/debug/klab/status":
@@ -98,31 +100,31 @@ func (s *Server) serveDebug(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, st)
 	case "/debug/klab/events":
+		// Each request is flushed at once, or on the multiples of
+		// ?quiet= for a reader that draws them a few times a second.
+		stream, err := eventstream.Start(w, r, 0)
+		if err != nil {
+			return
+		}
+		defer stream.Close()
 		ch, recent := s.requests.subscribe()
 		defer s.requests.unsubscribe(ch)
-		w.Header().Set("Content-Type", "application/x-ndjson")
-		w.WriteHeader(http.StatusOK)
-		bw := bufio.NewWriter(w)
-		enc := json.NewEncoder(bw)
-		flush := func() {
-			bw.Flush()
-			if f, ok := w.(http.Flusher); ok {
-				f.Flush()
+		for _, ev := range recent {
+			if stream.Send(ev, false) != nil {
+				return
 			}
 		}
-		for _, ev := range recent {
-			enc.Encode(ev)
-		}
-		flush()
+		stream.Flush()
 		for {
 			select {
 			case <-r.Context().Done():
 				return
 			case ev := <-ch:
-				if enc.Encode(ev) != nil {
+				if stream.Send(ev, false) != nil {
 					return
 				}
-				flush()
+			case <-stream.Due():
+				stream.Flush()
 			}
 		}
 	default:

@@ -10,6 +10,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/tracker"
+
+	"github.com/klab-dev/klab/cluster/internal/eventstream"
 )
 
 // Status reports the member's raft view: what /debug/klab/status serves.
@@ -116,38 +118,37 @@ func (m *Member) serveHealth(w http.ResponseWriter, r *http.Request) {
 // replays retained events after sequence number N first. ?beats=sent
 // leaves out the heartbeats (and their answers) this member stepped: the
 // sender reports each one too, and a steady cluster's stream is mostly
-// heartbeats, each reported twice.
+// heartbeats, each reported twice. ?quiet=D (eventstream) lets a steady
+// cluster's traffic (Event.Routine) wait for the next multiple of D;
+// without it, events wait up to 50 ms, so that a heartbeat round (or a busy
+// second, a few hundred events) reaches a reader in a few writes.
 func (m *Member) serveEvents(w http.ResponseWriter, r *http.Request) {
-	since, _ := strconv.ParseUint(r.URL.Query().Get("since"), 10, 64)
-	sentBeatsOnly := r.URL.Query().Get("beats") == "sent"
+	q := r.URL.Query()
+	since, _ := strconv.ParseUint(q.Get("since"), 10, 64)
+	sentBeatsOnly := q.Get("beats") == "sent"
+	stream, err := eventstream.Start(w, r, eventstream.NewsWait)
+	if err != nil {
+		return
+	}
+	defer stream.Close()
 	skip := func(e Event) bool { return sentBeatsOnly && e.Kind == EventRecv && e.Heartbeat() }
-	flusher, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.Header().Set("Cache-Control", "no-cache")
 	past, c, cancel := m.events.subscribe(since)
 	defer cancel()
-	enc := json.NewEncoder(w)
 	var skipped uint64
-	for _, e := range past {
+	send := func(e Event) error {
 		if skip(e) {
 			skipped++
-			continue
+			return nil
 		}
 		e.Skipped, skipped = skipped, 0
-		if err := enc.Encode(e); err != nil {
+		return stream.Send(e, !e.Routine())
+	}
+	for _, e := range past {
+		if send(e) != nil {
 			return
 		}
 	}
-	if flusher != nil {
-		flusher.Flush()
-	}
-	// Flush at most every 50 ms, so that the events of a heartbeat round
-	// (and of a busy second, a few hundred) reach a reader in a few
-	// writes, not one each: a reader drawing them (the TUI) gathers 50 ms
-	// of them into one frame anyway.
-	flushTick := time.NewTicker(50 * time.Millisecond)
-	defer flushTick.Stop()
-	dirty := false
+	stream.Flush()
 	for {
 		select {
 		case <-r.Context().Done():
@@ -155,20 +156,11 @@ func (m *Member) serveEvents(w http.ResponseWriter, r *http.Request) {
 		case <-m.stopc:
 			return
 		case e := <-c:
-			if skip(e) {
-				skipped++
-				continue
-			}
-			e.Skipped, skipped = skipped, 0
-			if err := enc.Encode(e); err != nil {
+			if send(e) != nil {
 				return
 			}
-			dirty = true
-		case <-flushTick.C:
-			if dirty && flusher != nil {
-				flusher.Flush()
-				dirty = false
-			}
+		case <-stream.Due():
+			stream.Flush()
 		}
 	}
 }

@@ -196,3 +196,74 @@ func TestHealthFollowsLeadership(t *testing.T) {
 		t.Fatalf("/health with a leader = %d %s", resp.StatusCode, body)
 	}
 }
+
+// With ?quiet=, a steady cluster's traffic waits on the member until the
+// next multiple of the quiet interval, and news (here a clock change) goes out at once,
+// taking the waiting traffic with it.
+func TestEventStreamHoldsRoutineTraffic(t *testing.T) {
+	c := etcdtest.New(t, 3, nil)
+	lead := c.WaitLeader(5 * time.Second)
+	url := c.Peers[lead].PeerURL + "/debug/klab/events"
+
+	for _, bad := range []string{"abc", "-1s", "3s"} {
+		resp, err := http.Get(url + "?quiet=" + bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !bytes.Contains(body, []byte("quiet=")) {
+			t.Errorf("quiet=%s: %s %q; want 400 naming quiet", bad, resp.Status, body)
+		}
+	}
+
+	// Held traffic is sent on multiples of 2 s: connect just after one.
+	time.Sleep(time.Until(time.Now().Truncate(2 * time.Second).Add(2*time.Second + 20*time.Millisecond)))
+	// No replay (since = the largest sequence number): only what the
+	// leader does from now on, heartbeats ten times a second.
+	resp, err := http.Get(url + "?beats=sent&quiet=2s&since=18446744073709551615")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	connected := time.Now()
+	type arrival struct {
+		at time.Time
+		e  etcd.Event
+	}
+	lines := make(chan arrival, 1024)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			var e etcd.Event
+			if json.Unmarshal(sc.Bytes(), &e) == nil {
+				lines <- arrival{time.Now(), e}
+			}
+		}
+		close(lines)
+	}()
+
+	time.Sleep(500 * time.Millisecond)
+	posted := time.Now()
+	postClock(t, c.Peers[lead].PeerURL, etcd.ClockRequest{})
+	routine := 0
+	for a := range lines {
+		if a.at.Before(posted) {
+			t.Fatalf("%s %s arrived %v after connecting, before any news: routine traffic was not held", a.e.Kind, a.e.Msg.Type, a.at.Sub(connected))
+		}
+		if a.e.Kind == etcd.EventClock {
+			if late := a.at.Sub(posted); late > time.Second {
+				t.Fatalf("the clock change arrived %v after it was made; news waits at most 50 ms", late)
+			}
+			if routine == 0 {
+				t.Fatal("the clock change came without the heartbeats sent before it")
+			}
+			return
+		}
+		if !a.e.Routine() {
+			t.Fatalf("unexpected news on a steady cluster: %+v", a.e)
+		}
+		routine++
+	}
+	t.Fatal("the stream ended before the clock change")
+}

@@ -89,6 +89,11 @@ func (e Event) Replication() bool {
 		(e.Msg.Type == "MsgApp" || e.Msg.Type == "MsgAppResp" || e.Msg.Type == "MsgProp")
 }
 
+// Routine reports whether e is a steady cluster's traffic: a heartbeat, a
+// read-index round or replication, sent or stepped. Anything else (a vote,
+// a role change, a rejection, a lost message, a clock change) is news.
+func (e Event) Routine() bool { return e.Heartbeat() || e.ReadIndex() || e.Replication() }
+
 // HeardLeader reports whether e shows its member stepped a leader's
 // heartbeat or append, which resets a follower's election timer (raft's
 // stepFollower): it stepped one, or answered one (a follower answers only

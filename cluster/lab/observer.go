@@ -48,6 +48,15 @@ const (
 	// a member's event stream, doubling in between.
 	reconnectMin = 100 * time.Millisecond
 	reconnectMax = time.Second
+	// RoutineBeat is the beat on which a steady cluster's traffic is
+	// reported: members send their heartbeats, read-index rounds and
+	// replication (etcd.Event.Routine) on its multiples since the zero
+	// time, all members at once, and so reach the Observer and the TUI in
+	// one wake-up. Anything else is sent within 50 ms.
+	RoutineBeat = 250 * time.Millisecond
+	// lookAfterBeat is how long after a beat a follower's heartbeats
+	// are looked for: the streams' reads land within a few milliseconds.
+	lookAfterBeat = 50 * time.Millisecond
 	// observationBuffer is how many observations wait for a slow reader
 	// before the readers of the event streams block; a member's event
 	// hub then drops events for this subscriber rather than slow raft,
@@ -76,6 +85,29 @@ type Observed struct {
 
 // Header returns o itself; embedding Observed makes a type an Observation.
 func (o Observed) Header() Observed { return o }
+
+// Routine reports whether o is a steady cluster's traffic: a heartbeat, a
+// read-index round or replication, sent or stepped (etcd.Event.Routine),
+// or the status of a leader or of a follower whose heartbeats keep its
+// election timer from filling. A timer that fills, a candidate, a member
+// without a leader, an election, a lost message are news: the Observer
+// signals them on News.
+func Routine(o Observation) bool {
+	switch o := o.(type) {
+	case *StatusObservation:
+		st := o.Status
+		switch st.State {
+		case "StateLeader":
+			return true
+		case "StateFollower":
+			return st.Leader != "" && st.Leader != "0" && st.ElectionElapsed <= max(st.HeartbeatTicks, 1)
+		}
+		return false
+	case *EventObservation:
+		return o.Event.Routine()
+	}
+	return false
+}
 
 // StatusObservation is a member's answer to GET /debug/klab/status.
 type StatusObservation struct {
@@ -120,6 +152,7 @@ type Observer struct {
 	members []MemberInfo
 	opts    ObserverOptions
 	out     chan Observation
+	news    chan struct{}
 	hc      *http.Client
 
 	// emitMu keeps Seq in the order observations enter the channel.
@@ -127,8 +160,11 @@ type Observer struct {
 	seq    uint64
 
 	refresh map[string]chan struct{}
-	// replicated says, per member, that replication moved its indexes.
-	replicated map[string]chan struct{}
+	// replicated says, per member, that replication moved its indexes;
+	// replicating is set from the first such event until the next read,
+	// so that a burst of them wakes the poller once.
+	replicated  map[string]chan struct{}
+	replicating map[string]*atomic.Bool
 	// heard holds, per member, when (UnixNano) it last stepped a message
 	// from a leader: a heartbeat or an append.
 	heard map[string]*atomic.Int64
@@ -141,6 +177,7 @@ func NewObserver(members []MemberInfo, opts ObserverOptions) *Observer {
 		members: append([]MemberInfo(nil), members...),
 		opts:    opts,
 		out:     make(chan Observation, observationBuffer),
+		news:    make(chan struct{}, 1),
 		refresh: map[string]chan struct{}{},
 		// The event stream is long-lived: no overall timeout, only one
 		// on connecting, so that a dead member is noticed quickly.
@@ -151,9 +188,11 @@ func NewObserver(members []MemberInfo, opts ObserverOptions) *Observer {
 	}
 	o.heard = map[string]*atomic.Int64{}
 	o.replicated = map[string]chan struct{}{}
+	o.replicating = map[string]*atomic.Bool{}
 	for _, m := range members {
 		o.refresh[m.Name] = make(chan struct{}, 1)
 		o.replicated[m.Name] = make(chan struct{}, 1)
+		o.replicating[m.Name] = new(atomic.Bool)
 		o.heard[m.Name] = new(atomic.Int64)
 	}
 	return o
@@ -162,6 +201,12 @@ func NewObserver(members []MemberInfo, opts ObserverOptions) *Observer {
 // Observations returns the stream of observations. It is closed when Run
 // returns.
 func (o *Observer) Observations() <-chan Observation { return o.out }
+
+// News is signalled after an observation that is not Routine entered the
+// Observations channel, so that a reader gathering routine traffic until
+// the next RoutineBeat can draw news at once without waking for each
+// observation. A signal may stand for news already read.
+func (o *Observer) News() <-chan struct{} { return o.news }
 
 // Members returns the members observed, in cluster.json's order.
 func (o *Observer) Members() []MemberInfo { return append([]MemberInfo(nil), o.members...) }
@@ -214,14 +259,22 @@ func (o *Observer) emit(ctx context.Context, member string, build func(Observed)
 	obs := build(Observed{Seq: o.seq, Member: member, At: time.Now()})
 	select {
 	case o.out <- obs:
-		return true
 	case <-ctx.Done():
 		return false
 	}
+	if !Routine(obs) {
+		select {
+		case o.news <- struct{}{}:
+		default:
+		}
+	}
+	return true
 }
 
 // pollStatus reads a member's status when asked (its events, Refresh),
-// soon after replication moved its indexes, and whenever nextLook says.
+// on the beat after replication moved its indexes, and whenever nextLook
+// says. It sleeps on one timer: a steady member costs a wake-up or two a
+// second.
 func (o *Observer) pollStatus(ctx context.Context, m MemberInfo) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -229,32 +282,40 @@ func (o *Observer) pollStatus(ctx context.Context, m MemberInfo) {
 	reachable := true
 	var last etcd.Status
 	var fetched time.Time
-	asked := false // replication asked for a read
+	wanted := false // a read is wanted at due, whatever nextLook says
+	want := func(at time.Time) {
+		wanted = true
+		if at.Before(due) {
+			due = at
+			timer.Reset(max(time.Until(due), 0))
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-o.refresh[m.Name]:
-		case <-o.replicated[m.Name]:
-			// Read the moved indexes within replicationGap of the last
-			// read, not at once.
-			asked = true
-			if want := fetched.Add(replicationGap); want.Before(due) {
-				due = want
-				timer.Reset(max(time.Until(due), 0))
+			// A burst of requests is read once: not within refreshGap
+			// of the last read.
+			if at := fetched.Add(refreshGap); time.Now().Before(at) {
+				want(at)
+				continue
 			}
+		case <-o.replicated[m.Name]:
+			want(onBeat(fetched.Add(replicationGap)))
 			continue
 		case now := <-timer.C:
 			// The look may find a steady follower whose heartbeats
 			// moved its deadline on: look again then.
-			if next := nextLook(reachable, last, time.Unix(0, o.heard[m.Name].Load()), fetched, now); !asked && next.After(now) {
+			if next := nextLook(reachable, last, time.Unix(0, o.heard[m.Name].Load()), fetched, now); !wanted && next.After(now) {
 				due = next
 				timer.Reset(time.Until(due))
 				continue
 			}
 		}
+		o.replicating[m.Name].Store(false)
 		st, err := FetchStatus(ctx, statusClient, m.DebugURL)
-		fetched, asked = time.Now(), false
+		fetched, wanted = time.Now(), false
 		if ctx.Err() != nil {
 			return
 		}
@@ -268,12 +329,6 @@ func (o *Observer) pollStatus(ctx context.Context, m MemberInfo) {
 		}
 		due = nextLook(reachable, last, time.Unix(0, o.heard[m.Name].Load()), fetched, fetched)
 		timer.Reset(time.Until(due))
-		// Coalesce a burst of refresh requests into the next fetch.
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(refreshGap):
-		}
 	}
 }
 
@@ -282,8 +337,9 @@ func (o *Observer) pollStatus(ctx context.Context, m MemberInfo) {
 // changes nothing worth more than the slowest poll. A leader is read once
 // per maxPollInterval: what changes in it comes with events. A follower in
 // a steady state (steady) is read as seldom, and looked at again when its
-// heartbeats would be overdue. Any other member is read once per raft
-// tick, so that its election timer can be drawn as it fills.
+// heartbeats would be overdue. These reads and looks fall on the
+// RoutineBeat, with the streams' routine traffic. Any other member is read
+// once per raft tick, so that its election timer can be drawn as it fills.
 func nextLook(reachable bool, st etcd.Status, heard, fetched, now time.Time) time.Time {
 	if !reachable || st.Clock.Paused || st.Clock.TickIntervalMS <= 0 {
 		return fetched.Add(maxPollInterval)
@@ -291,14 +347,25 @@ func nextLook(reachable bool, st etcd.Status, heard, fetched, now time.Time) tim
 	tick := min(max(time.Duration(st.Clock.TickIntervalMS*float64(time.Millisecond)), refreshGap), maxPollInterval)
 	switch {
 	case st.State == "StateLeader":
-		return fetched.Add(maxPollInterval)
+		return onBeat(fetched.Add(maxPollInterval))
 	case steady(st, heard, now):
-		if !now.Before(fetched.Add(maxPollInterval)) {
+		poll := onBeat(fetched.Add(maxPollInterval))
+		if !now.Before(poll) {
 			return now
 		}
-		return earlier(fetched.Add(maxPollInterval), later(heard.Add(beatWindow(st)), now.Add(tick)))
+		// Looked at just after the beat that brings its heartbeats.
+		overdue := onBeat(heard.Add(beatWindow(st))).Add(lookAfterBeat)
+		return earlier(poll, later(overdue, now.Add(tick)))
 	}
 	return later(fetched.Add(tick), now)
+}
+
+// onBeat returns t, or the first multiple of RoutineBeat after it.
+func onBeat(t time.Time) time.Time {
+	if b := t.Truncate(RoutineBeat); b.Equal(t) {
+		return b
+	}
+	return NextBeat(t)
 }
 
 func earlier(a, b time.Time) time.Time {
@@ -315,11 +382,15 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
+// NextBeat returns the first multiple of RoutineBeat after t.
+func NextBeat(t time.Time) time.Time { return t.Truncate(RoutineBeat).Add(RoutineBeat) }
+
 // beatWindow is how long a follower of a live leader goes at most without
-// hearing from it: two heartbeat intervals, and a little.
+// the Observer hearing that it heard from it: two heartbeat intervals, the
+// RoutineBeat its stream holds them for, and a little.
 func beatWindow(st etcd.Status) time.Duration {
 	tick := time.Duration(st.Clock.TickIntervalMS * float64(time.Millisecond))
-	return 2*time.Duration(max(st.HeartbeatTicks, 1))*tick + refreshGap
+	return 2*time.Duration(max(st.HeartbeatTicks, 1))*tick + RoutineBeat + refreshGap
 }
 
 // steady reports whether a follower, last read as st, is in a steady
@@ -417,7 +488,7 @@ func (o *Observer) readEvents(ctx context.Context, m MemberInfo, cur *eventCurso
 	// The whole retained ring is asked for: the cursor drops what was
 	// already delivered, and keeps what a restarted member reported
 	// before the stream reconnected.
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.DebugURL+"/events?since=0&beats=sent", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.DebugURL+"/events?since=0&beats=sent&quiet="+RoutineBeat.String(), nil)
 	if err != nil {
 		return false, err
 	}
@@ -445,7 +516,7 @@ func (o *Observer) readEvents(ctx context.Context, m MemberInfo, cur *eventCurso
 			o.emit(ctx, m.Name, func(h Observed) Observation { return &GapObservation{Observed: h, Lost: lost} })
 		}
 		if e.HeardLeader() {
-			o.heard[m.Name].Store(time.Now().UnixNano())
+			o.heard[m.Name].Store(e.Time.UnixNano())
 		}
 		if !o.emit(ctx, m.Name, func(h Observed) Observation { return &EventObservation{Observed: h, Event: e} }) {
 			return got, ctx.Err()
@@ -454,9 +525,11 @@ func (o *Observer) readEvents(ctx context.Context, m MemberInfo, cur *eventCurso
 		case tierNow:
 			o.Refresh(m.Name)
 		case tierSoon:
-			select {
-			case o.replicated[m.Name] <- struct{}{}:
-			default:
+			if !o.replicating[m.Name].Swap(true) {
+				select {
+				case o.replicated[m.Name] <- struct{}{}:
+				default:
+				}
 			}
 		}
 	}

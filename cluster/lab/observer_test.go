@@ -202,13 +202,16 @@ func TestNextLook(t *testing.T) {
 		{"leader: once a second", true, leader, t0, ms(0), ms(0), ms(1000)},
 		{"paused", true, paused, ms(0), ms(0), ms(0), ms(1000)},
 		{"unreachable", false, candidate, t0, ms(0), ms(0), ms(1000)},
-		// beatWindow at 100 ms ticks, one-tick heartbeats: 300 ms.
-		{"steady follower: when beats would be overdue", true, follower(100), ms(0), ms(0), ms(0), ms(300)},
-		{"steady follower, beats moved on", true, follower(100), ms(250), ms(0), ms(300), ms(550)},
-		{"steady follower, at least a tick on", true, follower(100), ms(0), ms(0), ms(250), ms(350)},
+		{"leader: on the beat after a second", true, leader, t0, ms(130), ms(130), ms(1250)},
+		// beatWindow at 100 ms ticks, one-tick heartbeats: 550 ms (two
+		// ticks, the 250 ms RoutineBeat, refreshGap). Looks fall 50 ms
+		// after a beat.
+		{"steady follower: when beats would be overdue", true, follower(100), ms(0), ms(0), ms(0), ms(800)},
+		{"steady follower, beats moved on", true, follower(100), ms(300), ms(500), ms(300), ms(1050)},
+		{"steady follower, at least a tick on", true, follower(300), ms(0), ms(600), ms(900), ms(1200)},
 		{"steady follower: the slow poll", true, follower(100), ms(900), ms(0), ms(950), ms(1000)},
 		{"steady follower, slow poll due", true, follower(100), ms(990), ms(0), ms(1000), ms(1000)},
-		{"beats overdue: every tick", true, follower(100), ms(0), ms(300), ms(400), ms(400)},
+		{"beats overdue: every tick", true, follower(100), ms(0), ms(300), ms(600), ms(600)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -216,5 +219,40 @@ func TestNextLook(t *testing.T) {
 				t.Errorf("nextLook = +%v, want +%v", got.Sub(t0), tt.want.Sub(t0))
 			}
 		})
+	}
+}
+
+func TestRoutine(t *testing.T) {
+	msg := func(kind, typ string, reject bool) Observation {
+		return &EventObservation{Event: etcd.Event{Kind: kind, Msg: &etcd.MessageInfo{Type: typ, Reject: reject}}}
+	}
+	status := func(state, leader string, elapsed int) Observation {
+		return &StatusObservation{Status: etcd.Status{State: state, Leader: leader, ElectionElapsed: elapsed, HeartbeatTicks: 1}}
+	}
+	tests := []struct {
+		name string
+		o    Observation
+		want bool
+	}{
+		{"heartbeat sent", msg(etcd.EventSend, "MsgHeartbeat", false), true},
+		{"heartbeat answered", msg(etcd.EventSend, "MsgHeartbeatResp", false), true},
+		{"append stepped", msg(etcd.EventRecv, "MsgApp", false), true},
+		{"read index", msg(etcd.EventSend, "MsgReadIndex", false), true},
+		{"append rejected", msg(etcd.EventSend, "MsgAppResp", true), false},
+		{"vote", msg(etcd.EventSend, "MsgVote", false), false},
+		{"pre-vote answered", msg(etcd.EventRecv, "MsgPreVoteResp", false), false},
+		{"heartbeat lost", msg(etcd.EventDrop, "MsgHeartbeat", false), false},
+		{"role change", &EventObservation{Event: etcd.Event{Kind: etcd.EventState, State: "StateCandidate"}}, false},
+		{"gap", &GapObservation{Lost: 3}, false},
+		{"leader's status", status("StateLeader", "a1", 0), true},
+		{"steady follower", status("StateFollower", "a1", 1), true},
+		{"follower's timer filling", status("StateFollower", "a1", 4), false},
+		{"follower without a leader", status("StateFollower", "0", 0), false},
+		{"candidate", status("StateCandidate", "0", 0), false},
+	}
+	for _, tt := range tests {
+		if got := Routine(tt.o); got != tt.want {
+			t.Errorf("%s: Routine = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }

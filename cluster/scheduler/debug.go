@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/klab-dev/klab/cluster/internal/eventstream"
 )
 
 // Status is the scheduler's state, as GET /debug/klab/status serves it.
@@ -75,33 +77,24 @@ func (s *Scheduler) debugMux() *http.ServeMux {
 }
 
 // serveEvents streams decisions, bindings and leader changes as
-// newline-delimited JSON, one flushed line per event. ?since=N replays the
-// retained events after sequence number N first (all retained ones for 0).
+// newline-delimited JSON, one flushed line per event (or per 50 ms with
+// ?quiet=, as eventstream says). ?since=N replays the retained events
+// after sequence number N first (all retained ones for 0).
 func (s *Scheduler) serveEvents(w http.ResponseWriter, r *http.Request) {
 	since, _ := strconv.ParseUint(r.URL.Query().Get("since"), 10, 64)
-	flusher, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.Header().Set("Cache-Control", "no-cache")
+	stream, err := eventstream.Start(w, r, 0)
+	if err != nil {
+		return
+	}
+	defer stream.Close()
 	past, events, cancel := s.hub.subscribe(since)
 	defer cancel()
-	enc := json.NewEncoder(w)
-	send := func(e Event) bool {
-		if err := enc.Encode(e); err != nil {
-			return false
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return true
-	}
 	for _, e := range past {
-		if !send(e) {
+		if stream.Send(e, true) != nil {
 			return
 		}
 	}
-	if flusher != nil {
-		flusher.Flush()
-	}
+	stream.Flush()
 	for {
 		select {
 		case <-r.Context().Done():
@@ -109,9 +102,11 @@ func (s *Scheduler) serveEvents(w http.ResponseWriter, r *http.Request) {
 		case <-s.ctx.Done():
 			return
 		case e := <-events:
-			if !send(e) {
+			if stream.Send(e, true) != nil {
 				return
 			}
+		case <-stream.Due():
+			stream.Flush()
 		}
 	}
 }

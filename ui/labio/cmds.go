@@ -162,78 +162,73 @@ type ObservationsMsg struct {
 type ObserverClosedMsg struct{}
 
 // observeCoalesce gathers observations arriving together into one
-// message: a heartbeat round reaches the UI as one redraw, not a dozen.
+// message: an election's votes and answers reach the UI as one redraw, not
+// a dozen.
 const observeCoalesce = 50 * time.Millisecond
-
-// routineCoalesce is how long a batch of nothing but a steady cluster's
-// traffic may gather: heartbeats, replication (proposals, appends, read
-// index rounds) and the statuses of members in a steady state. Such a
-// cluster is redrawn four times a second, not twenty, which is as fast as
-// its rows can be read and leaves an idle workspace costing next to
-// nothing. Anything else (a vote, a role change, a lost message, a timer
-// filling) closes the batch at once.
-const routineCoalesce = 250 * time.Millisecond
 
 // maxBatch bounds one message, so that a backlog is drawn in steps.
 const maxBatch = 1024
 
-// WaitObservations waits for the next observations. The workspace runs it
-// again after each message, so the stream is read only as fast as the UI
-// draws.
-func WaitObservations(ch <-chan lab.Observation) tea.Cmd {
+// WaitObservations waits for the next observations of an Observer: its
+// Observations and News channels. The workspace runs it again after each
+// message, so the stream is read only as fast as the UI draws.
+//
+// A steady cluster's traffic (lab.Routine) comes on the lab.RoutineBeat,
+// every member's at once, and is drawn once per beat, just after it: four
+// times a second, as fast as its rows can be read, and with two wake-ups
+// per beat, which leaves an idle workspace costing next to nothing. News
+// (a vote, a role change, a lost message, a timer filling) is drawn
+// within observeCoalesce, with what came along with it.
+func WaitObservations(ch <-chan lab.Observation, news <-chan struct{}) tea.Cmd {
 	return func() tea.Msg {
 		first, ok := <-ch
 		if !ok {
 			return ObserverClosedMsg{}
 		}
-		// The batch is gathered by sleeping and then taking what waits,
-		// not by waking for each observation: a steady cluster sends a
-		// few hundred a second.
-		batch := []lab.Observation{first}
-		quiet := Routine(first)
-		start := time.Now()
+		now := time.Now()
+		deadline := now.Add(observeCoalesce)
+		routine := lab.Routine(first)
+		if routine {
+			deadline = lab.NextBeat(now.Add(-observeCoalesce)).Add(observeCoalesce)
+		}
+		timer := time.NewTimer(time.Until(deadline))
+		defer timer.Stop()
+	gather:
 		for {
-			time.Sleep(observeCoalesce)
-			for len(batch) < maxBatch {
-				select {
-				case o, ok := <-ch:
-					if !ok {
-						return ObservationsMsg{Batch: batch}
-					}
-					batch = append(batch, o)
-					quiet = quiet && Routine(o)
+			select {
+			case <-timer.C:
+				break gather
+			case <-news:
+				if !routine {
 					continue
-				default:
 				}
-				break
-			}
-			if !quiet || len(batch) >= maxBatch || time.Since(start) >= routineCoalesce-observeCoalesce/2 {
-				return ObservationsMsg{Batch: batch}
+				if soon := time.Now().Add(observeCoalesce); soon.Before(deadline) {
+					deadline = soon
+					timer.Reset(time.Until(deadline))
+				}
 			}
 		}
-	}
-}
-
-// Routine reports whether o is a steady cluster's traffic: a heartbeat or
-// a replication message sent or stepped, or the status of a leader or of a
-// follower whose heartbeats keep its election timer from filling. A timer
-// that fills, a candidate, a member without a leader, an election, a lost
-// message are drawn at once.
-func Routine(o lab.Observation) bool {
-	switch o := o.(type) {
-	case *lab.StatusObservation:
-		st := o.Status
-		switch st.State {
-		case "StateLeader":
-			return true
-		case "StateFollower":
-			return st.Leader != "" && st.Leader != "0" && st.ElectionElapsed <= max(st.HeartbeatTicks, 1)
+		batch := []lab.Observation{first}
+		for len(batch) < maxBatch {
+			select {
+			case o, ok := <-ch:
+				if !ok {
+					return ObservationsMsg{Batch: batch}
+				}
+				batch = append(batch, o)
+				continue
+			default:
+			}
+			break
 		}
-		return false
-	case *lab.EventObservation:
-		return o.Event.Heartbeat() || o.Event.ReadIndex() || o.Event.Replication()
+		// A signal left now stands for news in this batch, or for news
+		// that the next call takes first.
+		select {
+		case <-news:
+		default:
+		}
+		return ObservationsMsg{Batch: batch}
 	}
-	return false
 }
 
 // ComponentsMsg reports the runtime's view of the components.

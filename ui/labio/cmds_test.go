@@ -2,42 +2,86 @@ package labio
 
 import (
 	"testing"
+	"time"
 
 	"github.com/klab-dev/klab/cluster/etcd"
 	"github.com/klab-dev/klab/cluster/lab"
 )
 
-func TestRoutine(t *testing.T) {
-	msg := func(kind, typ string, reject bool) lab.Observation {
-		return &lab.EventObservation{Event: etcd.Event{Kind: kind, Msg: &etcd.MessageInfo{Type: typ, Reject: reject}}}
+func heartbeat() lab.Observation {
+	return &lab.EventObservation{Event: etcd.Event{Kind: etcd.EventSend, Msg: &etcd.MessageInfo{Type: "MsgHeartbeat"}}}
+}
+
+func vote() lab.Observation {
+	return &lab.EventObservation{Event: etcd.Event{Kind: etcd.EventSend, Msg: &etcd.MessageInfo{Type: "MsgVote"}}}
+}
+
+// waitOffBeat sleeps until 60 ms after a RoutineBeat, so that routine
+// traffic arriving now waits for the next beat, about 190 ms away.
+func waitOffBeat() {
+	time.Sleep(time.Until(lab.NextBeat(time.Now()).Add(60 * time.Millisecond)))
+}
+
+// Routine traffic is gathered until just after the next beat.
+func TestWaitObservationsHoldsRoutineUntilTheBeat(t *testing.T) {
+	ch, news := make(chan lab.Observation, 8), make(chan struct{}, 1)
+	waitOffBeat()
+	sent := time.Now()
+	ch <- heartbeat()
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		ch <- heartbeat()
+	}()
+	msg := WaitObservations(ch, news)().(ObservationsMsg)
+	due := lab.NextBeat(sent.Add(-observeCoalesce)).Add(observeCoalesce)
+	if now := time.Now(); now.Before(due) {
+		t.Errorf("routine traffic delivered %v before the beat's gathering ended", due.Sub(now))
 	}
-	status := func(state, leader string, elapsed int) lab.Observation {
-		return &lab.StatusObservation{Status: etcd.Status{State: state, Leader: leader, ElectionElapsed: elapsed, HeartbeatTicks: 1}}
+	if len(msg.Batch) != 2 {
+		t.Errorf("batch of %d; want both heartbeats, the second sent 100 ms after the first", len(msg.Batch))
 	}
-	tests := []struct {
-		name string
-		o    lab.Observation
-		want bool
-	}{
-		{"heartbeat sent", msg(etcd.EventSend, "MsgHeartbeat", false), true},
-		{"heartbeat answered", msg(etcd.EventSend, "MsgHeartbeatResp", false), true},
-		{"append stepped", msg(etcd.EventRecv, "MsgApp", false), true},
-		{"read index", msg(etcd.EventSend, "MsgReadIndex", false), true},
-		{"append rejected", msg(etcd.EventSend, "MsgAppResp", true), false},
-		{"vote", msg(etcd.EventSend, "MsgVote", false), false},
-		{"pre-vote answered", msg(etcd.EventRecv, "MsgPreVoteResp", false), false},
-		{"heartbeat lost", msg(etcd.EventDrop, "MsgHeartbeat", false), false},
-		{"role change", &lab.EventObservation{Event: etcd.Event{Kind: etcd.EventState, State: "StateCandidate"}}, false},
-		{"gap", &lab.GapObservation{Lost: 3}, false},
-		{"leader's status", status("StateLeader", "a1", 0), true},
-		{"steady follower", status("StateFollower", "a1", 1), true},
-		{"follower's timer filling", status("StateFollower", "a1", 4), false},
-		{"follower without a leader", status("StateFollower", "0", 0), false},
-		{"candidate", status("StateCandidate", "0", 0), false},
+}
+
+// News cuts the gathering of routine traffic short, and news first is
+// delivered within observeCoalesce.
+func TestWaitObservationsDeliversNewsSoon(t *testing.T) {
+	ch, news := make(chan lab.Observation, 8), make(chan struct{}, 1)
+	waitOffBeat()
+	ch <- heartbeat()
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		ch <- vote()
+		news <- struct{}{}
+	}()
+	start := time.Now()
+	msg := WaitObservations(ch, news)().(ObservationsMsg)
+	if took := time.Since(start); took >= 180*time.Millisecond {
+		t.Errorf("a vote behind a heartbeat took %v; news is drawn within about %v", took, 20*time.Millisecond+observeCoalesce)
 	}
-	for _, tt := range tests {
-		if got := Routine(tt.o); got != tt.want {
-			t.Errorf("%s: Routine = %v, want %v", tt.name, got, tt.want)
-		}
+	if len(msg.Batch) != 2 {
+		t.Errorf("batch of %d; want the heartbeat and the vote", len(msg.Batch))
+	}
+	select {
+	case <-news:
+		t.Error("the news signal of a delivered vote was left for the next call")
+	default:
+	}
+
+	ch <- vote()
+	start = time.Now()
+	msg = WaitObservations(ch, news)().(ObservationsMsg)
+	if took := time.Since(start); took < observeCoalesce || took > 180*time.Millisecond {
+		t.Errorf("a vote took %v; want about %v", took, observeCoalesce)
+	}
+	if len(msg.Batch) != 1 {
+		t.Errorf("batch of %d; want the vote", len(msg.Batch))
+	}
+}
+
+func TestWaitObservationsClosed(t *testing.T) {
+	ch := make(chan lab.Observation)
+	close(ch)
+	if _, ok := WaitObservations(ch, nil)().(ObserverClosedMsg); !ok {
+		t.Error("a closed Observer must say so")
 	}
 }

@@ -55,6 +55,12 @@ type LiveView interface {
 	Render() string
 }
 
+// A LiveView that knows its feeds' messages says so with Owns: while it is
+// not shown, they change nothing on the screen (Unseen).
+type feedOwner interface {
+	Owns(msg tea.Msg) bool
+}
+
 // LessonFeed is what the lesson's checks read besides the Observer: the
 // Kubernetes and etcd watches (lessons/live's Feed).
 type LessonFeed interface {
@@ -105,8 +111,10 @@ type Model struct {
 	cmdline *cmdline.Model
 	focus   focus
 
-	// observe is the Observer's stream; stop ends the Observer.
+	// observe is the Observer's stream and news its signal of news
+	// (lab.Observer.News); stop ends the Observer.
 	observe <-chan lab.Observation
+	news    <-chan struct{}
 	stop    context.CancelFunc
 	// componentsBusy keeps one runtime query in flight at a time.
 	componentsBusy bool
@@ -174,8 +182,8 @@ func (m *Model) Start(ctx context.Context) tea.Cmd {
 	ctx, m.stop = context.WithCancel(ctx)
 	obs := lab.NewObserver(m.info.Members, lab.ObserverOptions{})
 	go obs.Run(ctx)
-	m.observe = obs.Observations()
-	cmds := []tea.Cmd{labio.WaitObservations(m.observe), m.components()}
+	m.observe, m.news = obs.Observations(), obs.News()
+	cmds := []tea.Cmd{labio.WaitObservations(m.observe, m.news), m.components()}
 	if m.info.Kubeconfig != "" {
 		cmds = append(cmds, kubestate.Start(ctx, m.info))
 	}
@@ -280,6 +288,17 @@ func (m *Model) components() tea.Cmd {
 	return labio.Components(m.lab)
 }
 
+// Unseen reports whether msg changes nothing on the screen: it belongs to
+// the feed of a view that is not shown. Such a view still takes it.
+func (m *Model) Unseen(msg tea.Msg) bool {
+	for id, v := range m.views {
+		if o, ok := v.(feedOwner); ok && o.Owns(msg) {
+			return id != m.view
+		}
+	}
+	return false
+}
+
 // Update handles the Observer's stream, the feeds, the results of
 // actions and commands, and keys.
 func (m *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
@@ -304,7 +323,7 @@ func (m *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
 				}
 			}
 		}
-		cmds = append(cmds, labio.WaitObservations(m.observe))
+		cmds = append(cmds, labio.WaitObservations(m.observe, m.news))
 		if refresh {
 			// A member went or came back: ask the runtime why.
 			cmds = append(cmds, m.components())

@@ -166,7 +166,9 @@ func followRequests(ctx context.Context, f *feed.Feed, info *lab.Info, srv apiSe
 			}
 			client = cs.CoreV1().RESTClient()
 		}
-		body, err := client.Get().AbsPath("/debug/klab/events").Stream(ctx)
+		// Requests come in on the Observer's beat, with the raft
+		// traffic they cause, not one wake-up each.
+		body, err := client.Get().AbsPath("/debug/klab/events").Param("quiet", lab.RoutineBeat.String()).Stream(ctx)
 		return body, cause(err)
 	}
 	line := func(b []byte) {

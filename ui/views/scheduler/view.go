@@ -82,6 +82,12 @@ func (v *View) Start(ctx context.Context, info *lab.Info) tea.Cmd {
 	return tea.Batch(start, f.Next())
 }
 
+// Owns reports whether msg is a batch of the view's feed.
+func (v *View) Owns(msg tea.Msg) bool {
+	b, ok := msg.(feed.Batch)
+	return ok && v.feed != nil && b.Feed == v.feed
+}
+
 // Update takes the view's feed batches and waits for the next one; every
 // other message is ignored.
 func (v *View) Update(msg tea.Msg) tea.Cmd {

@@ -1,14 +1,17 @@
 // Command uibench measures the CPU an idle klab workspace uses: a cluster
 // runs in its own `klab up` process (so that its members' work is not
 // counted), the TUI attaches to it in this process with the Raft view (or
-// the Overview) shown, drawing to nowhere at the TUI's frame rate, and for
+// the Overview) shown and every view's feeds running, as `klab` runs them,
+// drawing to nowhere at the TUI's frame rate, and for
 // -for (30 s) nobody touches anything. The CPU this process used in that
 // time, from getrusage, is the figure: the Observer's streams, the folds
 // into the state and every redraw the cluster's traffic causes. An idle
 // Kubernetes control plane is not idle to etcd: the components renew their
 // leases, so raft replicates a few writes and reads a second, besides the
 // heartbeats; the figures say how many observations and frames that made.
-// The same is then measured for the Observer alone, without the TUI.
+// The time spent in Update and View is reported apart (View returns the
+// last frame when nothing shown changed: a hidden view's feed), and the
+// same is then measured for the Observer alone, without the TUI.
 //
 //	KLAB_BINARY=bin/klab go run ./bench/ui/cmd/uibench [-for 30s] [-view raft|overview] [-cpuprofile f]
 package main
@@ -110,7 +113,7 @@ func workspace(client *lab.Client, info *lab.Info, view string, dur time.Duratio
 	// be gone before the Observer alone is measured.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	m := &counting{Model: ui.NewModel(ctx, common.New(), ui.Options{Spec: info.Spec}, slog.New(slog.DiscardHandler))}
+	m := &counting{Model: ui.NewModel(ctx, common.New(), ui.Options{Spec: info.Spec, Views: ui.DefaultViews}, slog.New(slog.DiscardHandler))}
 	p := tea.NewProgram(m, tea.WithInput(nil), tea.WithOutput(io.Discard), tea.WithFPS(ui.FPS))
 	done := make(chan error, 1)
 	go func() { _, err := p.Run(); done <- err }()
@@ -136,7 +139,7 @@ func workspace(client *lab.Client, info *lab.Info, view string, dur time.Duratio
 	before, wall := rusage(), time.Now()
 	time.Sleep(dur)
 	after, elapsed := rusage(), time.Since(wall)
-	frames, observed := m.counts()
+	frames, observed, updating, drawing := m.counts()
 	if cpuprofile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -145,38 +148,30 @@ func workspace(client *lab.Client, info *lab.Info, view string, dur time.Duratio
 		return err
 	}
 	cpu := after - before
-	fmt.Printf("| idle workspace (%s view, 3 masters + 1 worker, attached, %d fps) | %s | %.1f ms | %.2f %% of a core | %.1f frames/s, %.0f observations/s |\n",
+	fmt.Printf("| idle workspace (%s view, 3 masters + 1 worker, attached, %d fps) | %s | %.1f ms | %.2f %% of a core | %.1f View calls/s, %.0f observations/s |\n",
 		view, ui.FPS, elapsed.Round(time.Second), ms(cpu), 100*cpu.Seconds()/elapsed.Seconds(),
 		float64(frames)/elapsed.Seconds(), float64(observed)/elapsed.Seconds())
+	fmt.Printf("| of which: Update (folding what arrived) | | %.1f ms | %.2f %% of a core | |\n",
+		ms(updating), 100*updating.Seconds()/elapsed.Seconds())
+	fmt.Printf("| of which: View (drawing frames, %.2f ms each) | | %.1f ms | %.2f %% of a core | |\n",
+		ms(drawing)/max(float64(frames), 1), ms(drawing), 100*drawing.Seconds()/elapsed.Seconds())
 	return nil
 }
 
-// observerOnly measures the Observer alone, its observations taken every
-// 50 ms as the TUI takes them.
+// observerOnly measures the Observer alone, read as the TUI reads it
+// (labio.WaitObservations), with nothing drawn.
 func observerOnly(info *lab.Info, dur time.Duration) error {
 	o := lab.NewObserver(info.Members, lab.ObserverOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() { o.Run(ctx); close(stopped) }()
-	var n sync.WaitGroup
-	var count int
-	n.Add(1)
-	// Read as the TUI does: what arrived, every 50 ms.
+	read := make(chan struct{})
 	go func() {
-		defer n.Done()
+		defer close(read)
+		wait := labio.WaitObservations(o.Observations(), o.News())
 		for {
-			time.Sleep(50 * time.Millisecond)
-			for {
-				select {
-				case _, ok := <-o.Observations():
-					if !ok {
-						return
-					}
-					count++
-					continue
-				default:
-				}
-				break
+			if _, closed := wait().(labio.ObserverClosedMsg); closed {
+				return
 			}
 		}
 	}()
@@ -186,7 +181,7 @@ func observerOnly(info *lab.Info, dur time.Duration) error {
 	after, elapsed := rusage(), time.Since(wall)
 	cancel()
 	<-stopped
-	n.Wait()
+	<-read
 	cpu := after - before
 	fmt.Printf("| of which: the Observer alone (no TUI) | %s | %.1f ms | %.2f %% of a core | |\n",
 		elapsed.Round(time.Second), ms(cpu), 100*cpu.Seconds()/elapsed.Seconds())
@@ -201,36 +196,45 @@ type counting struct {
 	mu       sync.Mutex
 	frames   int
 	observed int
+	// updating and drawing are the time spent in Update and View.
+	updating, drawing time.Duration
 }
 
 func (c *counting) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	if m, ok := msg.(labio.ObservationsMsg); ok {
-		c.mu.Lock()
-		c.observed += len(m.Batch)
-		c.mu.Unlock()
-	}
+	start := time.Now()
 	var cmd tea.Cmd
 	c.Model, cmd = c.Model.Update(msg)
+	took := time.Since(start)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m, ok := msg.(labio.ObservationsMsg); ok {
+		c.observed += len(m.Batch)
+	}
+	c.updating += took
 	return c, cmd
 }
 
 func (c *counting) View() string {
+	start := time.Now()
+	v := c.Model.View()
+	took := time.Since(start)
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.frames++
-	c.mu.Unlock()
-	return c.Model.View()
+	c.drawing += took
+	return v
 }
 
 func (c *counting) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.frames, c.observed = 0, 0
+	c.frames, c.observed, c.updating, c.drawing = 0, 0, 0, 0
 }
 
-func (c *counting) counts() (frames, observed int) {
+func (c *counting) counts() (frames, observed int, updating, drawing time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.frames, c.observed
+	return c.frames, c.observed, c.updating, c.drawing
 }
 
 // rusage returns the CPU time (user + system) this process has used.
