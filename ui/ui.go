@@ -35,6 +35,7 @@ import (
 	"github.com/klab-dev/klab/ui/cmdline"
 	"github.com/klab-dev/klab/ui/common"
 	"github.com/klab-dev/klab/ui/prefs"
+	"github.com/klab-dev/klab/ui/screen"
 	"github.com/klab-dev/klab/ui/views/events"
 	"github.com/klab-dev/klab/ui/views/proxy"
 	"github.com/klab-dev/klab/ui/views/scheduler"
@@ -180,19 +181,60 @@ func Run(ctx context.Context, opts Options) error {
 	lipgloss.HasDarkBackground()
 
 	m := NewModel(ctx, common.New(), opts, logger)
-	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx), tea.WithFPS(FPS))
+	term, err := screen.Open(FPS)
+	if err != nil {
+		return err
+	}
+	release := screen.HoldOutput()
+	p := NewProgram(m, term.Screen, tea.WithContext(ctx), tea.WithInput(term.In))
+	sizeCtx, stopSize := context.WithCancel(ctx)
+	term.WatchSize(sizeCtx, func(w, h int) { p.Send(tea.WindowSizeMsg{Width: w, Height: h}) })
 	_, runErr := p.Run()
+	stopSize()
+	held := release()
+	runErr = errors.Join(runErr, term.Screen.Err(), term.Close())
+	// What was printed meanwhile (a panic's report) shows now, on the
+	// main screen.
+	os.Stderr.Write(held)
 	if errors.Is(runErr, tea.ErrProgramKilled) && ctx.Err() != nil {
 		runErr = nil // the context ended: a normal way out
 	}
 	return errors.Join(runErr, m.cleanup(opts.Out))
 }
 
-// FPS is how often the renderer looks for a new frame to write. The
-// Observer's news is gathered into one frame per 50 ms at the most
-// (labio.WaitObservations), so a faster renderer draws nothing more: it
-// only wakes up for nothing, which an idle workspace pays for.
+// FPS is the most frames a second the screen writes. The Observer's news
+// is gathered into one frame per 50 ms at the most
+// (labio.WaitObservations), so a faster screen would draw nothing more.
 const FPS = 20
+
+// NewProgram returns the Bubble Tea program that runs m with its frames
+// drawn by s instead of Bubble Tea's renderer, which looks for a new frame
+// FPS times a second even when nothing changed: s writes only frames that
+// differ. The size m is given goes to s too.
+func NewProgram(m tea.Model, s *screen.Screen, opts ...tea.ProgramOption) *tea.Program {
+	return tea.NewProgram(drawn{Model: m, s: s}, append(opts, tea.WithoutRenderer())...)
+}
+
+// drawn hands its model's frames to a screen. Its own View is empty: the
+// program has no renderer to take it.
+type drawn struct {
+	tea.Model
+	s *screen.Screen
+}
+
+func (d drawn) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if ws, ok := msg.(tea.WindowSizeMsg); ok {
+		d.s.Resize(ws.Width, ws.Height)
+	}
+	var cmd tea.Cmd
+	d.Model, cmd = d.Model.Update(msg)
+	return d, cmd
+}
+
+func (d drawn) View() string {
+	d.s.Draw(d.Model.View())
+	return ""
+}
 
 // cleanup stops what the TUI started and did not stop: a start in
 // progress, or a cluster running in this process.

@@ -1,10 +1,12 @@
 package workspace
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/klab-dev/klab/assets/i18n"
@@ -209,3 +211,35 @@ func TestFooterListsOnlyWorkingKeys(t *testing.T) {
 var _ = labio.ActionMsg{}
 
 func keysDefault() *keys.KeyMap { return keys.Default() }
+
+// feedView is a live view whose feed sends feedMsgs.
+type feedView struct{}
+
+type feedItem struct{}
+
+func (feedView) SetSize(int, int)                         {}
+func (feedView) Start(context.Context, *lab.Info) tea.Cmd { return nil }
+func (feedView) Update(tea.Msg) tea.Cmd                   { return nil }
+func (feedView) HandleKey(tea.KeyMsg) (tea.Cmd, bool)     { return nil, false }
+func (feedView) Keys() []key.Binding                      { return nil }
+func (feedView) Render() string                           { return "events" }
+func (feedView) Owns(msg tea.Msg) bool                    { _, ok := msg.(feedItem); return ok }
+
+// A view's feed changes nothing on the screen while another view is shown,
+// and everything else may.
+func TestUnseen(t *testing.T) {
+	c := uitest.Setup(t, i18n.English)
+	info, st := uitest.Raft(3)
+	m := New(c, uitest.NewLab(info, false), st, Options{Views: map[ViewID]LiveView{ViewEvents: feedView{}}})
+	m.SetSize(120, 40)
+	if !m.Unseen(feedItem{}) {
+		t.Error("the Events feed is seen while the Raft view is shown")
+	}
+	if m.Unseen(labio.ObservationsMsg{}) || m.Unseen(uitest.Key("x")) {
+		t.Error("the Observer's batches and keys must count as seen")
+	}
+	press(m, "5")
+	if m.ViewID() != ViewEvents || m.Unseen(feedItem{}) {
+		t.Errorf("view %v: the Events feed is unseen while the Events view is shown", m.ViewID())
+	}
+}

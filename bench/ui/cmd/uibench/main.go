@@ -2,7 +2,7 @@
 // runs in its own `klab up` process (so that its members' work is not
 // counted), the TUI attaches to it in this process with the Raft view (or
 // the Overview) shown and every view's feeds running, as `klab` runs them,
-// drawing to nowhere at the TUI's frame rate, and for
+// its screen writing to nowhere, and for
 // -for (30 s) nobody touches anything. The CPU this process used in that
 // time, from getrusage, is the figure: the Observer's streams, the folds
 // into the state and every redraw the cluster's traffic causes. An idle
@@ -38,6 +38,7 @@ import (
 	"github.com/klab-dev/klab/ui"
 	"github.com/klab-dev/klab/ui/common"
 	"github.com/klab-dev/klab/ui/labio"
+	"github.com/klab-dev/klab/ui/screen"
 )
 
 func main() {
@@ -114,7 +115,9 @@ func workspace(client *lab.Client, info *lab.Info, view string, dur time.Duratio
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m := &counting{Model: ui.NewModel(ctx, common.New(), ui.Options{Spec: info.Spec, Views: ui.DefaultViews}, slog.New(slog.DiscardHandler))}
-	p := tea.NewProgram(m, tea.WithInput(nil), tea.WithOutput(io.Discard), tea.WithFPS(ui.FPS))
+	// Frames go to a screen writing to nowhere, as klab's go to the
+	// terminal's.
+	p := ui.NewProgram(m, screen.New(io.Discard, ui.FPS), tea.WithInput(nil), tea.WithOutput(io.Discard))
 	done := make(chan error, 1)
 	go func() { _, err := p.Run(); done <- err }()
 	p.Send(tea.WindowSizeMsg{Width: 160, Height: 48})
@@ -148,7 +151,7 @@ func workspace(client *lab.Client, info *lab.Info, view string, dur time.Duratio
 		return err
 	}
 	cpu := after - before
-	fmt.Printf("| idle workspace (%s view, 3 masters + 1 worker, attached, %d fps) | %s | %.1f ms | %.2f %% of a core | %.1f View calls/s, %.0f observations/s |\n",
+	fmt.Printf("| idle workspace (%s view, 3 masters + 1 worker, attached, at most %d fps) | %s | %.1f ms | %.2f %% of a core | %.1f View calls/s, %.0f observations/s |\n",
 		view, ui.FPS, elapsed.Round(time.Second), ms(cpu), 100*cpu.Seconds()/elapsed.Seconds(),
 		float64(frames)/elapsed.Seconds(), float64(observed)/elapsed.Seconds())
 	fmt.Printf("| of which: Update (folding what arrived) | | %.1f ms | %.2f %% of a core | |\n",
