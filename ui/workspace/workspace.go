@@ -61,6 +61,12 @@ type feedOwner interface {
 	Owns(msg tea.Msg) bool
 }
 
+// A LiveView that follows some of its sources only while it is shown is
+// told with Show when it is shown and when hidden.
+type shower interface {
+	Show(shown bool) tea.Cmd
+}
+
 // LessonFeed is what the lesson's checks read besides the Observer: the
 // Kubernetes and etcd watches (lessons/live's Feed).
 type LessonFeed interface {
@@ -99,6 +105,8 @@ type Model struct {
 	overview *overview.View
 	raft     *raft.View
 	views    map[ViewID]LiveView
+	// shown is the view the views were last told is shown (showViews).
+	shown ViewID
 	comps    []runtime.ComponentInfo
 	// kube is the Kubernetes side (nodes, pods, leases, kube-proxies),
 	// from its own feed.
@@ -190,6 +198,8 @@ func (m *Model) Start(ctx context.Context) tea.Cmd {
 	for _, v := range m.views {
 		cmds = append(cmds, v.Start(ctx, m.info))
 	}
+	m.shown = -1
+	cmds = append(cmds, m.showViews())
 	if m.pane != nil {
 		if m.opts.StartFeed != nil {
 			m.feed = m.opts.StartFeed(ctx, m.info)
@@ -302,6 +312,27 @@ func (m *Model) Unseen(msg tea.Msg) bool {
 // Update handles the Observer's stream, the feeds, the results of
 // actions and commands, and keys.
 func (m *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
+	_, cmd := m.update(msg)
+	return m, tea.Batch(cmd, m.showViews())
+}
+
+// showViews tells the views that ask (shower) that the view shown
+// changed, if it did.
+func (m *Model) showViews() tea.Cmd {
+	if m.shown == m.view {
+		return nil
+	}
+	var cmds []tea.Cmd
+	for id, v := range m.views {
+		if s, ok := v.(shower); ok && (id == m.view || id == m.shown) {
+			cmds = append(cmds, s.Show(id == m.view))
+		}
+	}
+	m.shown = m.view
+	return tea.Batch(cmds...)
+}
+
+func (m *Model) update(msg tea.Msg) (*Model, tea.Cmd) {
 	var cmds []tea.Cmd
 	// Views with feeds of their own see every message and take theirs.
 	for _, v := range m.views {

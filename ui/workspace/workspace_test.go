@@ -212,25 +212,29 @@ var _ = labio.ActionMsg{}
 
 func keysDefault() *keys.KeyMap { return keys.Default() }
 
-// feedView is a live view whose feed sends feedMsgs.
-type feedView struct{}
+// feedView is a live view whose feed sends feedItems, told when it is
+// shown.
+type feedView struct{ shown []bool }
 
 type feedItem struct{}
 
-func (feedView) SetSize(int, int)                         {}
-func (feedView) Start(context.Context, *lab.Info) tea.Cmd { return nil }
-func (feedView) Update(tea.Msg) tea.Cmd                   { return nil }
-func (feedView) HandleKey(tea.KeyMsg) (tea.Cmd, bool)     { return nil, false }
-func (feedView) Keys() []key.Binding                      { return nil }
-func (feedView) Render() string                           { return "events" }
-func (feedView) Owns(msg tea.Msg) bool                    { _, ok := msg.(feedItem); return ok }
+func (*feedView) SetSize(int, int)                         {}
+func (*feedView) Start(context.Context, *lab.Info) tea.Cmd { return nil }
+func (*feedView) Update(tea.Msg) tea.Cmd                   { return nil }
+func (*feedView) HandleKey(tea.KeyMsg) (tea.Cmd, bool)     { return nil, false }
+func (*feedView) Keys() []key.Binding                      { return nil }
+func (*feedView) Render() string                           { return "events" }
+func (v *feedView) Show(shown bool) tea.Cmd                { v.shown = append(v.shown, shown); return nil }
+func (*feedView) Owns(msg tea.Msg) bool                    { _, ok := msg.(feedItem); return ok }
 
 // A view's feed changes nothing on the screen while another view is shown,
-// and everything else may.
+// and everything else may. A view that asks is told when it is shown and
+// hidden.
 func TestUnseen(t *testing.T) {
 	c := uitest.Setup(t, i18n.English)
 	info, st := uitest.Raft(3)
-	m := New(c, uitest.NewLab(info, false), st, Options{Views: map[ViewID]LiveView{ViewEvents: feedView{}}})
+	fv := &feedView{}
+	m := New(c, uitest.NewLab(info, false), st, Options{Views: map[ViewID]LiveView{ViewEvents: fv}})
 	m.SetSize(120, 40)
 	if !m.Unseen(feedItem{}) {
 		t.Error("the Events feed is seen while the Raft view is shown")
@@ -241,5 +245,9 @@ func TestUnseen(t *testing.T) {
 	press(m, "5")
 	if m.ViewID() != ViewEvents || m.Unseen(feedItem{}) {
 		t.Errorf("view %v: the Events feed is unseen while the Events view is shown", m.ViewID())
+	}
+	press(m, "2", "1")
+	if !slices.Equal(fv.shown, []bool{true, false}) {
+		t.Errorf("the Events view was told shown %v; want shown, then hidden", fv.shown)
 	}
 }

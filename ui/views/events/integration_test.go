@@ -62,6 +62,7 @@ func TestFeedsFromARealCluster(t *testing.T) {
 	feeds, stop := context.WithCancel(ctx)
 	defer stop()
 	cmd := tea.Batch(sv.Start(feeds, info), ev.Start(feeds, info))
+	cmd = tea.Batch(cmd, ev.Show(true))
 	update := func(msg tea.Msg) tea.Cmd { return tea.Batch(sv.Update(msg), ev.Update(msg)) }
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", info.Kubeconfig)

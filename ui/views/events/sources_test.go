@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
+
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,6 +53,11 @@ func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		next := old
 		next.Time, next.Verb, next.Code = uitest.Now.Add(time.Second), "delete", 200
 		enc.Encode(next)
+		if n >= 3 {
+			newer := old
+			newer.Time, newer.Verb, newer.Code = uitest.Now.Add(2*time.Second), "create", 201
+			enc.Encode(newer)
+		}
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 	case r.URL.Path == "/apis/events.k8s.io/v1/events" && r.URL.Query().Get("watch") != "true":
@@ -121,18 +128,37 @@ func TestFeedsFollowAndReconnect(t *testing.T) {
 	defer cancel()
 	v := New(c)
 	v.SetSize(120, 40)
-	feedtest.Drive(t, v.Start(ctx, info), v.Update, func() bool {
-		return len(v.events.rows) == 2 && len(v.requests.rows) == 2 && v.watching && v.servers[0].Connected
+	// Once the log is followed, the view is hidden: it stops reading
+	// the log; shown again, it reads it anew and takes nothing twice
+	// from what the server replays.
+	start := v.Start(ctx, info)
+	reshown := false
+	feedtest.Drive(t, tea.Batch(start, v.Show(true)), v.Update, func() bool {
+		if reshown {
+			return len(v.requests.rows) >= 3
+		}
+		if !(len(v.events.rows) == 2 && len(v.requests.rows) == 2 && v.watching && v.servers[0].Connected) {
+			return false
+		}
+		if v.events.rows[1].Reason != "Pulled" || v.events.rows[1].Controller != "kubelet" || v.events.rows[1].object() != "pod/web" {
+			t.Errorf("watched event %+v", v.events.rows[1])
+		}
+		if v.requests.rows[0].Verb != "get" || v.requests.rows[1].Verb != "delete" || v.requests.rows[0].Server != "apiserver-1" {
+			t.Errorf("requests %+v, want the get once, then the delete", v.requests.rows)
+		}
+		fake.mu.Lock()
+		if fake.streams != 2 || fake.watches != 1 {
+			t.Errorf("%d request-log streams and %d watches, want 2 and 1", fake.streams, fake.watches)
+		}
+		fake.mu.Unlock()
+		if v.Show(false) != nil || v.Show(false) != nil {
+			t.Error("hiding the view has nothing to run")
+		}
+		v.Show(true)() // starts the followers and returns no message
+		reshown = true
+		return false
 	}, 10*time.Second)
-	if v.events.rows[1].Reason != "Pulled" || v.events.rows[1].Controller != "kubelet" || v.events.rows[1].object() != "pod/web" {
-		t.Errorf("watched event %+v", v.events.rows[1])
-	}
-	if v.requests.rows[0].Verb != "get" || v.requests.rows[1].Verb != "delete" || v.requests.rows[0].Server != "apiserver-1" {
-		t.Errorf("requests %+v, want the get once, then the delete", v.requests.rows)
-	}
-	fake.mu.Lock()
-	defer fake.mu.Unlock()
-	if fake.streams != 2 || fake.watches != 1 {
-		t.Errorf("%d request-log streams and %d watches, want 2 and 1", fake.streams, fake.watches)
+	if len(v.requests.rows) != 3 || v.requests.rows[2].Verb != "create" {
+		t.Errorf("requests after showing the view again: %+v; want the get, the delete, and the new create", v.requests.rows)
 	}
 }

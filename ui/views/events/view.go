@@ -30,6 +30,12 @@ type View struct {
 
 	feed    *feed.Feed
 	started bool
+	// ctx, info and srvs are what Start was given, for Show;
+	// stopRequests ends the request logs' followers while hidden.
+	ctx          context.Context
+	info         *lab.Info
+	srvs         []apiServer
+	stopRequests context.CancelFunc
 	events  eventLog
 	// listed: the Events were listed at least once; watching: the watch
 	// runs now; eventsErr: why it does not.
@@ -52,6 +58,9 @@ type serverState struct {
 	Node      string
 	Connected bool
 	Err       string
+	// last is the time of the newest request taken: a log followed
+	// again replays the requests it kept.
+	last time.Time
 }
 
 // New returns the Events view, not yet following any cluster.
@@ -60,25 +69,51 @@ func New(c *common.Common) *View { return &View{c: c, loc: time.Local} }
 // SetSize sets the cells the view draws in.
 func (v *View) SetSize(width, height int) { v.width, v.height = width, height }
 
-// Start follows the Events and the API servers' request logs of the
-// cluster described by info until ctx ends, forgetting another cluster's.
+// Start follows the Events of the cluster described by info until ctx
+// ends, forgetting another cluster's, and its API servers' request logs
+// while the view is shown (Show).
 func (v *View) Start(ctx context.Context, info *lab.Info) tea.Cmd {
+	if v.stopRequests != nil {
+		v.stopRequests()
+	}
 	*v = View{c: v.c, width: v.width, height: v.height, loc: v.loc, filter: v.filter}
 	v.feed = feed.New(ctx)
 	v.started = true
-	srvs := apiServers(info)
-	for _, s := range srvs {
+	v.ctx, v.info, v.srvs = ctx, info, apiServers(info)
+	for _, s := range v.srvs {
 		v.servers = append(v.servers, serverState{Node: s.Node})
 	}
 	f := v.feed
 	start := func() tea.Msg {
 		go watchEvents(ctx, f, info)
+		return nil
+	}
+	return tea.Batch(start, f.Next())
+}
+
+// Show follows the API servers' request logs while the view is shown.
+// They stream a steady cluster's lease renewals all the time, a few
+// requests a second per server, which only this view's rows need. Shown
+// again, the view reads each log anew, and the server replays the 256
+// requests it keeps.
+func (v *View) Show(shown bool) tea.Cmd {
+	if !v.started || shown == (v.stopRequests != nil) {
+		return nil
+	}
+	if !shown {
+		v.stopRequests()
+		v.stopRequests = nil
+		return nil
+	}
+	ctx, cancel := context.WithCancel(v.ctx)
+	v.stopRequests = cancel
+	f, info, srvs := v.feed, v.info, v.srvs
+	return func() tea.Msg {
 		for _, s := range srvs {
 			go followRequests(ctx, f, info, s)
 		}
 		return nil
 	}
-	return tea.Batch(start, f.Next())
 }
 
 // Owns reports whether msg is a batch of the view's feed.
@@ -115,6 +150,14 @@ func (v *View) apply(item any) {
 			v.eventsErr = it.Err.Error()
 		}
 	case requestItem:
+		for i := range v.servers {
+			if v.servers[i].Node == it.Row.Server {
+				if !it.Row.Time.After(v.servers[i].last) {
+					return // replayed: taken before
+				}
+				v.servers[i].last = it.Row.Time
+			}
+		}
 		v.requests.add(it.Row)
 	case requestState:
 		for i := range v.servers {

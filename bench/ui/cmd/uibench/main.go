@@ -14,6 +14,9 @@
 // same is then measured for the Observer alone, without the TUI.
 //
 //	KLAB_BINARY=bin/klab go run ./bench/ui/cmd/uibench [-for 30s] [-view raft|overview] [-cpuprofile f]
+
+//go:build linux
+
 package main
 
 import (
@@ -75,6 +78,9 @@ func run() error {
 		return err
 	}
 	up.Stdout, up.Stderr = logf, logf
+	// If uibench dies (a closed pipe, ^C), the cluster stops with it
+	// rather than run on and load every later measurement.
+	up.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := up.Start(); err != nil {
 		return err
 	}
