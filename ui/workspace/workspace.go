@@ -107,7 +107,7 @@ type Model struct {
 	views    map[ViewID]LiveView
 	// shown is the view the views were last told is shown (showViews).
 	shown ViewID
-	comps    []runtime.ComponentInfo
+	comps []runtime.ComponentInfo
 	// kube is the Kubernetes side (nodes, pods, leases, kube-proxies),
 	// from its own feed.
 	kube *kubestate.State

@@ -36,7 +36,7 @@ type View struct {
 	info         *lab.Info
 	srvs         []apiServer
 	stopRequests context.CancelFunc
-	events  eventLog
+	events       eventLog
 	// listed: the Events were listed at least once; watching: the watch
 	// runs now; eventsErr: why it does not.
 	listed, watching bool
