@@ -32,7 +32,7 @@ func TestWaitObservationsHoldsRoutineUntilTheBeat(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		ch <- heartbeat()
 	}()
-	msg := WaitObservations(ch, news)().(ObservationsMsg)
+	msg := WaitObservations(ch, news, false)().(ObservationsMsg)
 	due := lab.NextBeat(sent.Add(-observeCoalesce)).Add(observeCoalesce)
 	if now := time.Now(); now.Before(due) {
 		t.Errorf("routine traffic delivered %v before the beat's gathering ended", due.Sub(now))
@@ -54,7 +54,7 @@ func TestWaitObservationsDeliversNewsSoon(t *testing.T) {
 		news <- struct{}{}
 	}()
 	start := time.Now()
-	msg := WaitObservations(ch, news)().(ObservationsMsg)
+	msg := WaitObservations(ch, news, false)().(ObservationsMsg)
 	if took := time.Since(start); took >= 180*time.Millisecond {
 		t.Errorf("a vote behind a heartbeat took %v; news is drawn within about %v", took, 20*time.Millisecond+observeCoalesce)
 	}
@@ -69,7 +69,7 @@ func TestWaitObservationsDeliversNewsSoon(t *testing.T) {
 
 	ch <- vote()
 	start = time.Now()
-	msg = WaitObservations(ch, news)().(ObservationsMsg)
+	msg = WaitObservations(ch, news, false)().(ObservationsMsg)
 	if took := time.Since(start); took < observeCoalesce || took > 180*time.Millisecond {
 		t.Errorf("a vote took %v; want about %v", took, observeCoalesce)
 	}
@@ -81,7 +81,21 @@ func TestWaitObservationsDeliversNewsSoon(t *testing.T) {
 func TestWaitObservationsClosed(t *testing.T) {
 	ch := make(chan lab.Observation)
 	close(ch)
-	if _, ok := WaitObservations(ch, nil)().(ObserverClosedMsg); !ok {
+	if _, ok := WaitObservations(ch, nil, false)().(ObserverClosedMsg); !ok {
 		t.Error("a closed Observer must say so")
+	}
+}
+
+// Calm, routine traffic waits for the next whole second, not the next
+// beat.
+func TestWaitObservationsCalm(t *testing.T) {
+	ch, news := make(chan lab.Observation, 8), make(chan struct{}, 1)
+	time.Sleep(time.Until(time.Now().Truncate(CalmBeat).Add(CalmBeat + 60*time.Millisecond)))
+	sent := time.Now()
+	ch <- heartbeat()
+	WaitObservations(ch, news, true)()
+	due := sent.Truncate(CalmBeat).Add(CalmBeat + observeCoalesce)
+	if now := time.Now(); now.Before(due) {
+		t.Errorf("calm routine traffic delivered %v before the second's gathering ended", due.Sub(now))
 	}
 }

@@ -13,6 +13,7 @@ package workspace
 import (
 	"context"
 	"io"
+	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -107,7 +108,9 @@ type Model struct {
 	views    map[ViewID]LiveView
 	// shown is the view the views were last told is shown (showViews).
 	shown ViewID
-	comps []runtime.ComponentInfo
+	// active is when a key was last pressed or news last came.
+	active time.Time
+	comps  []runtime.ComponentInfo
 	// kube is the Kubernetes side (nodes, pods, leases, kube-proxies),
 	// from its own feed.
 	kube *kubestate.State
@@ -191,7 +194,8 @@ func (m *Model) Start(ctx context.Context) tea.Cmd {
 	obs := lab.NewObserver(m.info.Members, lab.ObserverOptions{})
 	go obs.Run(ctx)
 	m.observe, m.news = obs.Observations(), obs.News()
-	cmds := []tea.Cmd{labio.WaitObservations(m.observe, m.news), m.components()}
+	m.active = time.Now()
+	cmds := []tea.Cmd{m.waitObservations(), m.components()}
 	if m.info.Kubeconfig != "" {
 		cmds = append(cmds, kubestate.Start(ctx, m.info))
 	}
@@ -316,6 +320,17 @@ func (m *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
 	return m, tea.Batch(cmd, m.showViews())
 }
 
+// calmAfter is how long a workspace goes without a key pressed or news
+// from the cluster before it is calm: it draws a steady cluster's traffic
+// once a second rather than four times (labio.CalmBeat).
+const calmAfter = 10 * time.Second
+
+// waitObservations waits for the Observer's next batch, at the calm pace
+// when the workspace is calm.
+func (m *Model) waitObservations() tea.Cmd {
+	return labio.WaitObservations(m.observe, m.news, time.Since(m.active) >= calmAfter)
+}
+
 // showViews tells the views that ask (shower) that the view shown
 // changed, if it did.
 func (m *Model) showViews() tea.Cmd {
@@ -342,6 +357,9 @@ func (m *Model) update(msg tea.Msg) (*Model, tea.Cmd) {
 	case labio.ObservationsMsg:
 		refresh := false
 		for _, o := range msg.Batch {
+			if !lab.Routine(o) {
+				m.active = time.Now()
+			}
 			if mem := m.state.Member(o.Header().Member); mem != nil {
 				_, down := o.(*lab.UnreachableObservation)
 				_, up := o.(*lab.StatusObservation)
@@ -354,7 +372,7 @@ func (m *Model) update(msg tea.Msg) (*Model, tea.Cmd) {
 				}
 			}
 		}
-		cmds = append(cmds, labio.WaitObservations(m.observe, m.news))
+		cmds = append(cmds, m.waitObservations())
 		if refresh {
 			// A member went or came back: ask the runtime why.
 			cmds = append(cmds, m.components())
@@ -389,6 +407,7 @@ func (m *Model) update(msg tea.Msg) (*Model, tea.Cmd) {
 		m.closed, m.closeErr = true, msg.Err
 		return m, tea.Quit
 	case tea.KeyMsg:
+		m.active = time.Now()
 		if m.closing {
 			return m, nil
 		}
