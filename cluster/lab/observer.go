@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -54,6 +55,9 @@ const (
 	// time, all members at once, and so reach the Observer and the TUI in
 	// one wake-up. Anything else is sent within 50 ms.
 	RoutineBeat = 250 * time.Millisecond
+	// CalmBeat is the beat of a calm reader, one that draws a steady
+	// cluster's traffic once a second (Observer.SetBeat).
+	CalmBeat = time.Second
 	// lookAfterBeat is how long after a beat a follower's heartbeats
 	// are looked for: the streams' reads land within a few milliseconds.
 	lookAfterBeat = 50 * time.Millisecond
@@ -168,6 +172,12 @@ type Observer struct {
 	// heard holds, per member, when (UnixNano) it last stepped a message
 	// from a leader: a heartbeat or an append.
 	heard map[string]*atomic.Int64
+
+	// beat is the RoutineBeat or CalmBeat (SetBeat); streamMu guards
+	// restreams, which ends each member's current stream when it changes.
+	beat      atomic.Int64
+	streamMu  sync.Mutex
+	restreams map[string]context.CancelFunc
 }
 
 // NewObserver returns an Observer of the given members (as cluster.json
@@ -187,6 +197,8 @@ func NewObserver(members []MemberInfo, opts ObserverOptions) *Observer {
 		}},
 	}
 	o.heard = map[string]*atomic.Int64{}
+	o.beat.Store(int64(RoutineBeat))
+	o.restreams = map[string]context.CancelFunc{}
 	o.replicated = map[string]chan struct{}{}
 	o.replicating = map[string]*atomic.Bool{}
 	for _, m := range members {
@@ -207,6 +219,23 @@ func (o *Observer) Observations() <-chan Observation { return o.out }
 // the next RoutineBeat can draw news at once without waking for each
 // observation. A signal may stand for news already read.
 func (o *Observer) News() <-chan struct{} { return o.news }
+
+// SetBeat sets the beat on which members send a steady cluster's traffic
+// and steady members are read: RoutineBeat, or CalmBeat for a reader that
+// draws it once a second. The streams are opened again with it.
+func (o *Observer) SetBeat(beat time.Duration) {
+	if time.Duration(o.beat.Swap(int64(beat))) == beat {
+		return
+	}
+	o.streamMu.Lock()
+	defer o.streamMu.Unlock()
+	for _, cancel := range o.restreams {
+		cancel()
+	}
+}
+
+// Beat returns the beat SetBeat set.
+func (o *Observer) Beat() time.Duration { return time.Duration(o.beat.Load()) }
 
 // Members returns the members observed, in cluster.json's order.
 func (o *Observer) Members() []MemberInfo { return append([]MemberInfo(nil), o.members...) }
@@ -302,12 +331,12 @@ func (o *Observer) pollStatus(ctx context.Context, m MemberInfo) {
 				continue
 			}
 		case <-o.replicated[m.Name]:
-			want(onBeat(fetched.Add(replicationGap)))
+			want(onBeat(fetched.Add(replicationGap), o.Beat()))
 			continue
 		case now := <-timer.C:
 			// The look may find a steady follower whose heartbeats
 			// moved its deadline on: look again then.
-			if next := nextLook(reachable, last, time.Unix(0, o.heard[m.Name].Load()), fetched, now); !wanted && next.After(now) {
+			if next := nextLook(reachable, last, time.Unix(0, o.heard[m.Name].Load()), fetched, now, o.Beat()); !wanted && next.After(now) {
 				due = next
 				timer.Reset(time.Until(due))
 				continue
@@ -327,7 +356,7 @@ func (o *Observer) pollStatus(ctx context.Context, m MemberInfo) {
 			reachable, last = true, st
 			o.emit(ctx, m.Name, func(h Observed) Observation { return &StatusObservation{Observed: h, Status: st} })
 		}
-		due = nextLook(reachable, last, time.Unix(0, o.heard[m.Name].Load()), fetched, fetched)
+		due = nextLook(reachable, last, time.Unix(0, o.heard[m.Name].Load()), fetched, fetched, o.Beat())
 		timer.Reset(time.Until(due))
 	}
 }
@@ -340,32 +369,32 @@ func (o *Observer) pollStatus(ctx context.Context, m MemberInfo) {
 // heartbeats would be overdue. These reads and looks fall on the
 // RoutineBeat, with the streams' routine traffic. Any other member is read
 // once per raft tick, so that its election timer can be drawn as it fills.
-func nextLook(reachable bool, st etcd.Status, heard, fetched, now time.Time) time.Time {
+func nextLook(reachable bool, st etcd.Status, heard, fetched, now time.Time, beat time.Duration) time.Time {
 	if !reachable || st.Clock.Paused || st.Clock.TickIntervalMS <= 0 {
 		return fetched.Add(maxPollInterval)
 	}
 	tick := min(max(time.Duration(st.Clock.TickIntervalMS*float64(time.Millisecond)), refreshGap), maxPollInterval)
 	switch {
 	case st.State == "StateLeader":
-		return onBeat(fetched.Add(maxPollInterval))
-	case steady(st, heard, now):
-		poll := onBeat(fetched.Add(maxPollInterval))
+		return onBeat(fetched.Add(maxPollInterval), beat)
+	case steady(st, heard, now, beat):
+		poll := onBeat(fetched.Add(maxPollInterval), beat)
 		if !now.Before(poll) {
 			return now
 		}
 		// Looked at just after the beat that brings its heartbeats.
-		overdue := onBeat(heard.Add(beatWindow(st))).Add(lookAfterBeat)
+		overdue := onBeat(heard.Add(beatWindow(st, beat)), beat).Add(lookAfterBeat)
 		return earlier(poll, later(overdue, now.Add(tick)))
 	}
 	return later(fetched.Add(tick), now)
 }
 
-// onBeat returns t, or the first multiple of RoutineBeat after it.
-func onBeat(t time.Time) time.Time {
-	if b := t.Truncate(RoutineBeat); b.Equal(t) {
+// onBeat returns t, or the first multiple of beat after it.
+func onBeat(t time.Time, beat time.Duration) time.Time {
+	if b := t.Truncate(beat); b.Equal(t) {
 		return b
 	}
-	return NextBeat(t)
+	return t.Truncate(beat).Add(beat)
 }
 
 func earlier(a, b time.Time) time.Time {
@@ -387,20 +416,20 @@ func NextBeat(t time.Time) time.Time { return t.Truncate(RoutineBeat).Add(Routin
 
 // beatWindow is how long a follower of a live leader goes at most without
 // the Observer hearing that it heard from it: two heartbeat intervals, the
-// RoutineBeat its stream holds them for, and a little.
-func beatWindow(st etcd.Status) time.Duration {
+// beat its stream holds them for, and a little.
+func beatWindow(st etcd.Status, beat time.Duration) time.Duration {
 	tick := time.Duration(st.Clock.TickIntervalMS * float64(time.Millisecond))
-	return 2*time.Duration(max(st.HeartbeatTicks, 1))*tick + RoutineBeat + refreshGap
+	return 2*time.Duration(max(st.HeartbeatTicks, 1))*tick + beat + refreshGap
 }
 
 // steady reports whether a follower, last read as st, is in a steady
 // state at now: it follows a known leader and heard from it within
 // beatWindow, so its election timer is kept from filling.
-func steady(st etcd.Status, heard, now time.Time) bool {
+func steady(st etcd.Status, heard, now time.Time, beat time.Duration) bool {
 	if st.State != "StateFollower" || st.Leader == "" || st.Leader == "0" || st.Clock.TickIntervalMS <= 0 {
 		return false
 	}
-	return now.Sub(heard) <= beatWindow(st)
+	return now.Sub(heard) <= beatWindow(st, beat)
 }
 
 // eventTier says what an event asks of its member's status. A heartbeat
@@ -432,7 +461,13 @@ const (
 type eventCursor struct {
 	seq  uint64    // last delivered event's Seq; MaxUint64 before the first
 	time time.Time // last delivered event's time, or when observing began
+	// restream: the stream was ended on purpose (SetBeat), not because
+	// the member went away.
+	restream bool
 }
+
+// errRestream ends a stream that SetBeat asks to open again.
+var errRestream = errors.New("the stream is opened again at a new beat")
 
 // accept reports whether e is new, and how many events were lost before it.
 func (c *eventCursor) accept(e etcd.Event) (ok bool, lost uint64) {
@@ -463,9 +498,13 @@ func (o *Observer) followEvents(ctx context.Context, m MemberInfo) {
 	}
 	wait := reconnectMin
 	for ctx.Err() == nil {
-		got, _ := o.readEvents(ctx, m, &cur)
+		got, err := o.readEvents(ctx, m, &cur)
 		if ctx.Err() != nil {
 			return
+		}
+		if errors.Is(err, errRestream) {
+			cur.restream = cur.seq != math.MaxUint64
+			continue // the same member, read again at the new beat
 		}
 		// The stream ended: the member stopped, or never answered. Its
 		// status says which; read it now rather than at the next poll.
@@ -485,10 +524,29 @@ func (o *Observer) followEvents(ctx context.Context, m MemberInfo) {
 // readEvents reads one connection of a member's event stream. got reports
 // whether the connection delivered anything.
 func (o *Observer) readEvents(ctx context.Context, m MemberInfo, cur *eventCursor) (got bool, err error) {
+	// SetBeat ends the stream, to open it again at the new beat.
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	o.streamMu.Lock()
+	o.restreams[m.Name] = cancel
+	beat := o.Beat()
+	o.streamMu.Unlock()
+	defer func() {
+		if parent.Err() == nil && ctx.Err() != nil {
+			err = errRestream
+		}
+		cancel()
+	}()
 	// The whole retained ring is asked for: the cursor drops what was
 	// already delivered, and keeps what a restarted member reported
-	// before the stream reconnected.
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.DebugURL+"/events?since=0&beats=sent&quiet="+RoutineBeat.String(), nil)
+	// before the stream reconnected. A stream opened again for a new
+	// beat only asks for what came after the cursor.
+	since := uint64(0)
+	if cur.restream {
+		since, cur.restream = cur.seq, false
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
+		fmt.Sprintf("%s/events?since=%d&beats=sent&quiet=%s", m.DebugURL, since, beat), nil)
 	if err != nil {
 		return false, err
 	}

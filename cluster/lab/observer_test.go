@@ -95,6 +95,50 @@ func TestObserverFollowsRealCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("sends routine traffic on the calm beat", func(t *testing.T) {
+		o.SetBeat(CalmBeat)
+		defer o.SetBeat(RoutineBeat)
+		// The streams are opened again at once; what they bring from the
+		// next whole second on comes once a second.
+		start := time.Now().Truncate(CalmBeat).Add(CalmBeat)
+		end := start.Add(3 * CalmBeat)
+		bursts := map[time.Time]bool{}
+		last := map[string]uint64{}
+		var routine, gaps, again int
+		for time.Now().Before(end.Add(200 * time.Millisecond)) {
+			var ob Observation
+			select {
+			case ob = <-obs:
+			case <-time.After(time.Until(end.Add(200 * time.Millisecond))):
+				continue
+			}
+			seq = ob.Header().Seq
+			if _, ok := ob.(*GapObservation); ok {
+				gaps++
+			}
+			e, ok := ob.(*EventObservation)
+			if !ok || !e.Event.Routine() {
+				continue
+			}
+			if e.Event.Seq <= last[e.Member] {
+				again++
+			}
+			last[e.Member] = e.Event.Seq
+			if e.At.After(start) && e.At.Before(end) {
+				routine++
+				bursts[e.At.Truncate(100*time.Millisecond)] = true
+			}
+		}
+		// Three beats; a burst may straddle two 100 ms buckets. At
+		// the RoutineBeat there would be twelve.
+		if routine == 0 || len(bursts) > 6 {
+			t.Errorf("%d routine events in %d bursts over 3 s; want some, in at most 3 (6 buckets)", routine, len(bursts))
+		}
+		if gaps > 0 || again > 0 {
+			t.Errorf("%d gaps and %d events delivered again after the streams were opened anew", gaps, again)
+		}
+	})
+
 	victim := (leader + 1) % 3
 	victimName := c.Peers[victim].Name
 	t.Run("notices a killed member", func(t *testing.T) {
@@ -215,7 +259,7 @@ func TestNextLook(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := nextLook(tt.reachable, tt.st, tt.heard, tt.fetched, tt.now); !got.Equal(tt.want) {
+			if got := nextLook(tt.reachable, tt.st, tt.heard, tt.fetched, tt.now, RoutineBeat); !got.Equal(tt.want) {
 				t.Errorf("nextLook = +%v, want +%v", got.Sub(t0), tt.want.Sub(t0))
 			}
 		})

@@ -172,7 +172,7 @@ const maxBatch = 1024
 // CalmBeat is how often a calm workspace (nobody pressed a key and no news
 // came for a while) draws a steady cluster's traffic: the heartbeats and
 // lease renewals go on, and are counted, but nobody is watching closely.
-const CalmBeat = time.Second
+const CalmBeat = lab.CalmBeat
 
 // WaitObservations waits for the next observations of an Observer: its
 // Observations and News channels. The workspace runs it again after each

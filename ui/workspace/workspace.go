@@ -124,6 +124,7 @@ type Model struct {
 
 	// observe is the Observer's stream and news its signal of news
 	// (lab.Observer.News); stop ends the Observer.
+	obs     *lab.Observer
 	observe <-chan lab.Observation
 	news    <-chan struct{}
 	stop    context.CancelFunc
@@ -193,7 +194,7 @@ func (m *Model) Start(ctx context.Context) tea.Cmd {
 	ctx, m.stop = context.WithCancel(ctx)
 	obs := lab.NewObserver(m.info.Members, lab.ObserverOptions{})
 	go obs.Run(ctx)
-	m.observe, m.news = obs.Observations(), obs.News()
+	m.obs, m.observe, m.news = obs, obs.Observations(), obs.News()
 	m.active = time.Now()
 	cmds := []tea.Cmd{m.waitObservations(), m.components()}
 	if m.info.Kubeconfig != "" {
@@ -326,9 +327,18 @@ func (m *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
 const calmAfter = 10 * time.Second
 
 // waitObservations waits for the Observer's next batch, at the calm pace
-// when the workspace is calm.
+// when the workspace is calm: the members then send routine traffic once a
+// second too.
 func (m *Model) waitObservations() tea.Cmd {
-	return labio.WaitObservations(m.observe, m.news, time.Since(m.active) >= calmAfter)
+	calm := time.Since(m.active) >= calmAfter
+	if m.obs != nil {
+		beat := lab.RoutineBeat
+		if calm {
+			beat = lab.CalmBeat
+		}
+		m.obs.SetBeat(beat)
+	}
+	return labio.WaitObservations(m.observe, m.news, calm)
 }
 
 // showViews tells the views that ask (shower) that the view shown
@@ -408,6 +418,9 @@ func (m *Model) update(msg tea.Msg) (*Model, tea.Cmd) {
 		return m, tea.Quit
 	case tea.KeyMsg:
 		m.active = time.Now()
+		if m.obs != nil {
+			m.obs.SetBeat(lab.RoutineBeat)
+		}
 		if m.closing {
 			return m, nil
 		}
