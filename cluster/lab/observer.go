@@ -411,9 +411,6 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// NextBeat returns the first multiple of RoutineBeat after t.
-func NextBeat(t time.Time) time.Time { return t.Truncate(RoutineBeat).Add(RoutineBeat) }
-
 // beatWindow is how long a follower of a live leader goes at most without
 // the Observer hearing that it heard from it: two heartbeat intervals, the
 // beat its stream holds them for, and a little.

@@ -169,22 +169,17 @@ const observeCoalesce = 50 * time.Millisecond
 // maxBatch bounds one message, so that a backlog is drawn in steps.
 const maxBatch = 1024
 
-// CalmBeat is how often a calm workspace (nobody pressed a key and no news
-// came for a while) draws a steady cluster's traffic: the heartbeats and
-// lease renewals go on, and are counted, but nobody is watching closely.
-const CalmBeat = lab.CalmBeat
-
 // WaitObservations waits for the next observations of an Observer: its
 // Observations and News channels. The workspace runs it again after each
 // message, so the stream is read only as fast as the UI draws.
 //
-// A steady cluster's traffic (lab.Routine) comes on the lab.RoutineBeat,
-// every member's at once, and is drawn once per beat, just after it: four
-// times a second, as fast as its rows can be read, with two wake-ups per
-// beat; calm, once per CalmBeat. News (a vote, a role change, a lost
-// message, a timer filling) is drawn within observeCoalesce, with what
-// came along with it.
-func WaitObservations(ch <-chan lab.Observation, news <-chan struct{}, calm bool) tea.Cmd {
+// A steady cluster's traffic (lab.Routine) comes on the Observer's beat
+// (lab.RoutineBeat, or lab.CalmBeat when the workspace is calm), every
+// member's at once, and is drawn once per beat, just after it: at most
+// four times a second, as fast as its rows can be read, with two wake-ups
+// per beat. News (a vote, a role change, a lost message, a timer filling)
+// is drawn within observeCoalesce, with what came along with it.
+func WaitObservations(ch <-chan lab.Observation, news <-chan struct{}, beat time.Duration) tea.Cmd {
 	return func() tea.Msg {
 		first, ok := <-ch
 		if !ok {
@@ -194,10 +189,6 @@ func WaitObservations(ch <-chan lab.Observation, news <-chan struct{}, calm bool
 		deadline := now.Add(observeCoalesce)
 		routine := lab.Routine(first)
 		if routine {
-			beat := lab.RoutineBeat
-			if calm {
-				beat = CalmBeat
-			}
 			deadline = now.Add(-observeCoalesce).Truncate(beat).Add(beat + observeCoalesce)
 		}
 		timer := time.NewTimer(time.Until(deadline))

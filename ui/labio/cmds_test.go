@@ -16,10 +16,13 @@ func vote() lab.Observation {
 	return &lab.EventObservation{Event: etcd.Event{Kind: etcd.EventSend, Msg: &etcd.MessageInfo{Type: "MsgVote"}}}
 }
 
+// nextBeat returns the first multiple of lab.RoutineBeat after t.
+func nextBeat(t time.Time) time.Time { return t.Truncate(lab.RoutineBeat).Add(lab.RoutineBeat) }
+
 // waitOffBeat sleeps until 60 ms after a RoutineBeat, so that routine
 // traffic arriving now waits for the next beat, about 190 ms away.
 func waitOffBeat() {
-	time.Sleep(time.Until(lab.NextBeat(time.Now()).Add(60 * time.Millisecond)))
+	time.Sleep(time.Until(nextBeat(time.Now()).Add(60 * time.Millisecond)))
 }
 
 // Routine traffic is gathered until just after the next beat.
@@ -32,8 +35,8 @@ func TestWaitObservationsHoldsRoutineUntilTheBeat(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		ch <- heartbeat()
 	}()
-	msg := WaitObservations(ch, news, false)().(ObservationsMsg)
-	due := lab.NextBeat(sent.Add(-observeCoalesce)).Add(observeCoalesce)
+	msg := WaitObservations(ch, news, lab.RoutineBeat)().(ObservationsMsg)
+	due := nextBeat(sent.Add(-observeCoalesce)).Add(observeCoalesce)
 	if now := time.Now(); now.Before(due) {
 		t.Errorf("routine traffic delivered %v before the beat's gathering ended", due.Sub(now))
 	}
@@ -54,7 +57,7 @@ func TestWaitObservationsDeliversNewsSoon(t *testing.T) {
 		news <- struct{}{}
 	}()
 	start := time.Now()
-	msg := WaitObservations(ch, news, false)().(ObservationsMsg)
+	msg := WaitObservations(ch, news, lab.RoutineBeat)().(ObservationsMsg)
 	if took := time.Since(start); took >= 180*time.Millisecond {
 		t.Errorf("a vote behind a heartbeat took %v; news is drawn within about %v", took, 20*time.Millisecond+observeCoalesce)
 	}
@@ -69,7 +72,7 @@ func TestWaitObservationsDeliversNewsSoon(t *testing.T) {
 
 	ch <- vote()
 	start = time.Now()
-	msg = WaitObservations(ch, news, false)().(ObservationsMsg)
+	msg = WaitObservations(ch, news, lab.RoutineBeat)().(ObservationsMsg)
 	if took := time.Since(start); took < observeCoalesce || took > 180*time.Millisecond {
 		t.Errorf("a vote took %v; want about %v", took, observeCoalesce)
 	}
@@ -81,7 +84,7 @@ func TestWaitObservationsDeliversNewsSoon(t *testing.T) {
 func TestWaitObservationsClosed(t *testing.T) {
 	ch := make(chan lab.Observation)
 	close(ch)
-	if _, ok := WaitObservations(ch, nil, false)().(ObserverClosedMsg); !ok {
+	if _, ok := WaitObservations(ch, nil, lab.RoutineBeat)().(ObserverClosedMsg); !ok {
 		t.Error("a closed Observer must say so")
 	}
 }
@@ -90,11 +93,11 @@ func TestWaitObservationsClosed(t *testing.T) {
 // beat.
 func TestWaitObservationsCalm(t *testing.T) {
 	ch, news := make(chan lab.Observation, 8), make(chan struct{}, 1)
-	time.Sleep(time.Until(time.Now().Truncate(CalmBeat).Add(CalmBeat + 60*time.Millisecond)))
+	time.Sleep(time.Until(time.Now().Truncate(lab.CalmBeat).Add(lab.CalmBeat + 60*time.Millisecond)))
 	sent := time.Now()
 	ch <- heartbeat()
-	WaitObservations(ch, news, true)()
-	due := sent.Truncate(CalmBeat).Add(CalmBeat + observeCoalesce)
+	WaitObservations(ch, news, lab.CalmBeat)()
+	due := sent.Truncate(lab.CalmBeat).Add(lab.CalmBeat + observeCoalesce)
 	if now := time.Now(); now.Before(due) {
 		t.Errorf("calm routine traffic delivered %v before the second's gathering ended", due.Sub(now))
 	}

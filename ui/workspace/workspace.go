@@ -323,22 +323,21 @@ func (m *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
 
 // calmAfter is how long a workspace goes without a key pressed or news
 // from the cluster before it is calm: it draws a steady cluster's traffic
-// once a second rather than four times (labio.CalmBeat).
+// once a second rather than four times (lab.CalmBeat).
 const calmAfter = 10 * time.Second
 
 // waitObservations waits for the Observer's next batch, at the calm pace
 // when the workspace is calm: the members then send routine traffic once a
 // second too.
 func (m *Model) waitObservations() tea.Cmd {
-	calm := time.Since(m.active) >= calmAfter
+	beat := lab.RoutineBeat
+	if time.Since(m.active) >= calmAfter {
+		beat = lab.CalmBeat
+	}
 	if m.obs != nil {
-		beat := lab.RoutineBeat
-		if calm {
-			beat = lab.CalmBeat
-		}
 		m.obs.SetBeat(beat)
 	}
-	return labio.WaitObservations(m.observe, m.news, calm)
+	return labio.WaitObservations(m.observe, m.news, beat)
 }
 
 // showViews tells the views that ask (shower) that the view shown

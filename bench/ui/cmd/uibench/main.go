@@ -177,7 +177,7 @@ func observerOnly(info *lab.Info, dur time.Duration) error {
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
-		wait := labio.WaitObservations(o.Observations(), o.News(), false)
+		wait := labio.WaitObservations(o.Observations(), o.News(), lab.RoutineBeat)
 		for {
 			if _, closed := wait().(labio.ObserverClosedMsg); closed {
 				return
