@@ -314,15 +314,24 @@ func arrow(c *canvas, x0, x1 int, head string, opts []string, st *lipgloss.Style
 		c.set(x1+1, head, st)
 	}
 	room := hi - lo - 5 // the ends, the head and a space either side
-	for _, l := range opts {
+	label := func(l string) {
 		w := common.Width(l)
-		if w <= room {
-			start := lo + 1 + (hi-lo-1-w)/2
-			c.set(start-1, " ", st)
-			c.text(start, l, st)
-			c.set(start+w, " ", st)
+		start := lo + 1 + (hi-lo-1-w)/2
+		c.set(start-1, " ", st)
+		c.text(start, l, st)
+		c.set(start+w, " ", st)
+	}
+	for _, l := range opts {
+		if common.Width(l) <= room {
+			label(l)
 			return
 		}
+	}
+	// Not even the short name fits: as much of it as does, so that a
+	// narrow lane still says what went (ReadInd…), not a bare arrow.
+	if len(opts) > 0 && room >= 3 {
+		short := []rune(opts[len(opts)-1])
+		label(string(short[:min(room-1, len(short))]) + "…")
 	}
 }
 

@@ -134,3 +134,24 @@ func TestColourFrameMatchesPlain(t *testing.T) {
 		uitest.CheckFrame(t, coloured, 200, 60)
 	}
 }
+
+// An arrow takes the widest label that fits; when not even the short name
+// does, as much of it as fits, never a bare arrow.
+func TestArrowLabels(t *testing.T) {
+	opts := []string{"MsgReadIndexResp t2", "MsgReadIndexResp", "ReadIndexResp"}
+	for _, tt := range []struct {
+		width int
+		want  string
+	}{
+		{30, "├──── MsgReadIndexResp t2 ───▶"},
+		{20, "├── ReadIndexResp ─▶"},
+		{12, "├─ ReadIn… ▶"},
+		{7, "├─────▶"},
+	} {
+		c := newCanvas(tt.width, newSGRCache())
+		arrow(c, 0, tt.width, "▶", opts, nil)
+		if got := strings.TrimRight(c.String(), " "); got != tt.want {
+			t.Errorf("width %d: %q, want %q", tt.width, got, tt.want)
+		}
+	}
+}
