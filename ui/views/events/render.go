@@ -99,7 +99,7 @@ func (v *View) eventsPane(lk look, height int) []string {
 
 	cols := []column{
 		{Title: i18n.T("ui.events.col.time"), Want: 8, Min: 8, Drop: 2},
-		{Title: i18n.T("ui.events.col.type"), Want: 7, Min: 4, Drop: 1},
+		{Title: i18n.T("ui.events.col.type"), Want: 7, Min: 7, Drop: 1}, // whole or gone: a warning's reason is coloured too
 		{Title: i18n.T("ui.events.col.reason"), Min: 8},
 		{Title: i18n.T("ui.events.col.namespace"), Min: 6, Drop: 3},
 		{Title: i18n.T("ui.events.col.object"), Min: 14},

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/ui/common"
 	"github.com/klab-dev/klab/ui/internal/uitest"
@@ -232,5 +234,17 @@ func TestBuffersBounded(t *testing.T) {
 	v.apply(eventChanged{Row: r})
 	if last := v.events.rows[len(v.events.rows)-1]; last.UID != r.UID || last.Count != 2 || len(v.events.rows) != maxEvents {
 		t.Errorf("the updated event is not last once: %+v", last)
+	}
+}
+
+// The type column is whole or gone: "Nor…" said nothing the reason's
+// colour does not.
+func TestTypeColumnWholeOrGone(t *testing.T) {
+	c := uitest.Setup(t, i18n.English)
+	for w := 40; w <= 120; w++ {
+		got := ansi.Strip(newView(c, w, 24, fixtures["live"]).Render())
+		if strings.Contains(got, "Nor…") || strings.Contains(got, "Warn…") || strings.Contains(got, "Norma…") {
+			t.Fatalf("width %d cuts the event type:\n%s", w, got)
+		}
 	}
 }
