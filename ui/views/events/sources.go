@@ -147,11 +147,10 @@ func cause(err error) error {
 }
 
 // followRequests follows one API server's request log into f until ctx
-// ends. A reconnected stream replays the server's recent requests; those
-// already seen are skipped.
+// ends. A reconnected stream replays the server's recent requests; the
+// view drops those it already has.
 func followRequests(ctx context.Context, f *feed.Feed, info *lab.Info, srv apiServer) {
 	var client rest.Interface
-	var last time.Time
 	open := func(ctx context.Context) (io.ReadCloser, error) {
 		if client == nil {
 			cfg, err := restConfig(info)
@@ -173,10 +172,9 @@ func followRequests(ctx context.Context, f *feed.Feed, info *lab.Info, srv apiSe
 	}
 	line := func(b []byte) {
 		var ev apiserver.RequestEvent
-		if json.Unmarshal(b, &ev) != nil || !ev.Time.After(last) {
+		if json.Unmarshal(b, &ev) != nil {
 			return
 		}
-		last = ev.Time
 		f.Send(requestItem{Row: requestRow{Server: srv.Node, RequestEvent: ev}})
 	}
 	feed.Follow(ctx, open, line, func(err error) { f.Send(requestState{Server: srv.Node, Err: err}) })

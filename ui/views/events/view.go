@@ -118,15 +118,15 @@ func (v *View) Show(shown bool) tea.Cmd {
 
 // Owns reports whether msg is a batch of the view's feed.
 func (v *View) Owns(msg tea.Msg) bool {
-	b, ok := msg.(feed.Batch)
-	return ok && v.feed != nil && b.Feed == v.feed
+	_, ok := v.feed.Take(msg)
+	return ok
 }
 
 // Update takes the view's feed batches and waits for the next one; every
 // other message is ignored.
 func (v *View) Update(msg tea.Msg) tea.Cmd {
-	b, ok := msg.(feed.Batch)
-	if !ok || v.feed == nil || b.Feed != v.feed {
+	b, ok := v.feed.Take(msg)
+	if !ok {
 		return nil
 	}
 	for _, it := range b.Items {

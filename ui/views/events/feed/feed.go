@@ -60,6 +60,13 @@ func (f *Feed) Send(item any) bool {
 }
 
 // Next returns the command that waits for the next items and delivers
+// Take returns msg as a batch of f, or false when it is something else
+// (another feed's batch, or f is nil).
+func (f *Feed) Take(msg tea.Msg) (Batch, bool) {
+	b, ok := msg.(Batch)
+	return b, ok && f != nil && b.Feed == f
+}
+
 // them as one Batch; it delivers nothing once the feed's context ends.
 func (f *Feed) Next() tea.Cmd {
 	return func() tea.Msg {

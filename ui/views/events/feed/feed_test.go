@@ -130,3 +130,20 @@ func TestRetryBacksOff(t *testing.T) {
 		t.Errorf("after an attempt that progressed the wait was %v, want it back near %v", gap(3), RetryMin)
 	}
 }
+
+func TestTakeKnowsItsOwnBatches(t *testing.T) {
+	f, g := New(context.Background()), New(context.Background())
+	var none *Feed
+	if _, ok := f.Take(Batch{Feed: f}); !ok {
+		t.Error("a feed does not take its own batch")
+	}
+	if _, ok := f.Take(Batch{Feed: g}); ok {
+		t.Error("a feed takes another's batch")
+	}
+	if _, ok := f.Take("x"); ok {
+		t.Error("a feed takes a message that is no batch")
+	}
+	if _, ok := none.Take(Batch{Feed: f}); ok {
+		t.Error("a nil feed takes a batch")
+	}
+}
