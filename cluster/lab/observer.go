@@ -391,10 +391,11 @@ func nextLook(reachable bool, st etcd.Status, heard, fetched, now time.Time, bea
 
 // onBeat returns t, or the first multiple of beat after it.
 func onBeat(t time.Time, beat time.Duration) time.Time {
-	if b := t.Truncate(beat); b.Equal(t) {
-		return b
+	b := t.Truncate(beat)
+	if b.Before(t) {
+		b = b.Add(beat)
 	}
-	return t.Truncate(beat).Add(beat)
+	return b
 }
 
 func earlier(a, b time.Time) time.Time {
@@ -458,9 +459,6 @@ const (
 type eventCursor struct {
 	seq  uint64    // last delivered event's Seq; MaxUint64 before the first
 	time time.Time // last delivered event's time, or when observing began
-	// restream: the stream was ended on purpose (SetBeat), not because
-	// the member went away.
-	restream bool
 }
 
 // errRestream ends a stream that SetBeat asks to open again.
@@ -494,14 +492,20 @@ func (o *Observer) followEvents(ctx context.Context, m MemberInfo) {
 		cur = eventCursor{}
 	}
 	wait := reconnectMin
+	since := uint64(0)
 	for ctx.Err() == nil {
-		got, err := o.readEvents(ctx, m, &cur)
+		got, err := o.readEvents(ctx, m, &cur, since)
+		since = 0
 		if ctx.Err() != nil {
 			return
 		}
 		if errors.Is(err, errRestream) {
-			cur.restream = cur.seq != math.MaxUint64
-			continue // the same member, read again at the new beat
+			// The same process, read again at the new beat from where
+			// its stream was left.
+			if cur.seq != math.MaxUint64 {
+				since = cur.seq
+			}
+			continue
 		}
 		// The stream ended: the member stopped, or never answered. Its
 		// status says which; read it now rather than at the next poll.
@@ -518,9 +522,10 @@ func (o *Observer) followEvents(ctx context.Context, m MemberInfo) {
 	}
 }
 
-// readEvents reads one connection of a member's event stream. got reports
-// whether the connection delivered anything.
-func (o *Observer) readEvents(ctx context.Context, m MemberInfo, cur *eventCursor) (got bool, err error) {
+// readEvents reads one connection of a member's event stream, from the
+// events after since. got reports whether the connection delivered
+// anything.
+func (o *Observer) readEvents(ctx context.Context, m MemberInfo, cur *eventCursor, since uint64) (got bool, err error) {
 	// SetBeat ends the stream, to open it again at the new beat.
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
@@ -534,14 +539,9 @@ func (o *Observer) readEvents(ctx context.Context, m MemberInfo, cur *eventCurso
 		}
 		cancel()
 	}()
-	// The whole retained ring is asked for: the cursor drops what was
-	// already delivered, and keeps what a restarted member reported
-	// before the stream reconnected. A stream opened again for a new
-	// beat only asks for what came after the cursor.
-	since := uint64(0)
-	if cur.restream {
-		since, cur.restream = cur.seq, false
-	}
+	// On a reconnect the whole retained ring is asked for (since 0): the
+	// cursor drops what was already delivered, and keeps what a restarted
+	// member reported before the stream reconnected.
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
 		fmt.Sprintf("%s/events?since=%d&beats=sent&quiet=%s", m.DebugURL, since, beat), nil)
 	if err != nil {

@@ -326,10 +326,9 @@ func (m *Model) Update(msg tea.Msg) (*Model, tea.Cmd) {
 // once a second rather than four times (lab.CalmBeat).
 const calmAfter = 10 * time.Second
 
-// waitObservations waits for the Observer's next batch, at the calm pace
-// when the workspace is calm: the members then send routine traffic once a
-// second too.
-func (m *Model) waitObservations() tea.Cmd {
+// pace returns the beat the workspace draws routine traffic on, calm or
+// not, and sets it on the Observer: the members send it on that beat.
+func (m *Model) pace() time.Duration {
 	beat := lab.RoutineBeat
 	if time.Since(m.active) >= calmAfter {
 		beat = lab.CalmBeat
@@ -337,7 +336,12 @@ func (m *Model) waitObservations() tea.Cmd {
 	if m.obs != nil {
 		m.obs.SetBeat(beat)
 	}
-	return labio.WaitObservations(m.observe, m.news, beat)
+	return beat
+}
+
+// waitObservations waits for the Observer's next batch at the pace.
+func (m *Model) waitObservations() tea.Cmd {
+	return labio.WaitObservations(m.observe, m.news, m.pace())
 }
 
 // showViews tells the views that ask (shower) that the view shown
@@ -417,9 +421,7 @@ func (m *Model) update(msg tea.Msg) (*Model, tea.Cmd) {
 		return m, tea.Quit
 	case tea.KeyMsg:
 		m.active = time.Now()
-		if m.obs != nil {
-			m.obs.SetBeat(lab.RoutineBeat)
-		}
+		m.pace()
 		if m.closing {
 			return m, nil
 		}
