@@ -3,11 +3,12 @@ package screen
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"os"
 
 	"github.com/charmbracelet/x/term"
+
+	"github.com/klab-dev/klab/assets/i18n"
 )
 
 // Terminal is the terminal the TUI runs on: its input in raw mode (for
@@ -27,14 +28,14 @@ func Open(fps int) (*Terminal, error) {
 	if !term.IsTerminal(t.In.Fd()) {
 		f, err := os.Open("/dev/tty")
 		if err != nil {
-			return nil, fmt.Errorf("no terminal to read keys from: %w", err)
+			return nil, i18n.Wrap(err, "ui.err.no-tty")
 		}
 		t.In, t.ownIn = f, true
 	}
 	state, err := term.MakeRaw(t.In.Fd())
 	if err != nil {
 		t.closeIn()
-		return nil, fmt.Errorf("putting the terminal in raw mode: %w", err)
+		return nil, i18n.Wrap(err, "ui.err.raw-mode")
 	}
 	t.state = state
 	t.Screen = New(t.out, fps)
