@@ -137,14 +137,9 @@ func (f *Feed) Close() {
 		f.cancel()
 		f.wg.Wait()
 		f.keys.close()
+		// The status reads ended with the goroutines that made them; the
+		// API server's connections were closed with the informers.
 		f.hc.CloseIdleConnections()
-		// client-go ends a stopped watch's stream on a goroutine of its
-		// own, so a connection may turn idle only after this: close
-		// what is idle again a moment later, or it would linger until
-		// the transport's idle timeout.
-		for _, d := range []time.Duration{200 * time.Millisecond, time.Second} {
-			time.AfterFunc(d, f.hc.CloseIdleConnections)
-		}
 	})
 }
 

@@ -2,13 +2,10 @@ package live
 
 import (
 	"maps"
-	"net/http"
 
 	corev1 "k8s.io/api/core/v1"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -20,7 +17,7 @@ import (
 // lists arrive as additions, so that a check sees the nodes that were
 // Ready before the Feed started.
 func (f *Feed) followKube() {
-	client, hc, err := f.kubeClient()
+	client, conns, err := f.kubeClient()
 	if err != nil {
 		// Without an API server there are no nodes or pods to wait for.
 		f.logger.Warn("lessons feed: no Kubernetes client; nodes and pods are not followed", "err", err)
@@ -49,9 +46,9 @@ func (f *Feed) followKube() {
 		defer f.wg.Done()
 		<-f.ctx.Done()
 		factory.Shutdown()
-		// client-go keeps connections for the next client of the same
-		// cluster; this Feed is gone, and its connections with it.
-		utilnet.CloseIdleConnectionsFor(hc.Transport)
+		// The informers have stopped: this Feed is gone, and its
+		// connections with it, idle or still being dialled.
+		conns.close()
 	}()
 	for source, reg := range map[string]cache.ResourceEventHandlerRegistration{sourceNodes: nodeReg, sourcePods: podReg} {
 		go func() {
@@ -81,9 +78,9 @@ func (f *Feed) readyWithout(sources ...string) {
 	}()
 }
 
-// kubeClient returns a client of the cluster's API server, and the HTTP
-// client under it.
-func (f *Feed) kubeClient() (kubernetes.Interface, *http.Client, error) {
+// kubeClient returns a client of the cluster's API server on connections
+// of its own, which the Feed closes when it closes.
+func (f *Feed) kubeClient() (kubernetes.Interface, *conns, error) {
 	if f.info.Kubeconfig == "" {
 		return nil, nil, i18n.NewError("lab.err.no-kubeconfig", f.info.Name)
 	}
@@ -92,12 +89,15 @@ func (f *Feed) kubeClient() (kubernetes.Interface, *http.Client, error) {
 		return nil, nil, err
 	}
 	cfg.UserAgent = "klab-lessons"
-	hc, err := rest.HTTPClientFor(cfg)
+	// A Dial of its own also gives the client a transport of its own,
+	// not one client-go shares with other clients of the same cluster.
+	conns := newConns()
+	cfg.Dial = conns.dial
+	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	client, err := kubernetes.NewForConfigAndClient(cfg, hc)
-	return client, hc, err
+	return client, conns, nil
 }
 
 // handler turns an informer's notifications into observations made by
