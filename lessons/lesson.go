@@ -27,6 +27,18 @@ func (l *Lesson) Step(id string) (*Step, int) {
 	return nil, -1
 }
 
+// ShapeAt returns the shape of the cluster step i runs on: the shape it
+// asks for, or else the last one an earlier step asked for, or else the
+// lesson's. Going back to a step means going back to its shape.
+func (l *Lesson) ShapeAt(i int) Shape {
+	for j := min(i, len(l.Steps)-1); j >= 0; j-- {
+		if c := l.Steps[j].Cluster; c != nil {
+			return *c
+		}
+	}
+	return l.Cluster
+}
+
 // Step is one thing to do and see.
 type Step struct {
 	// ID names the step, unique within its lesson; progress is kept by it,

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/charmbracelet/x/exp/teatest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -100,79 +98,36 @@ func TestLessonFlow(t *testing.T) {
 	// Wide enough for the lesson's title in the pane and etcdctl's lines
 	// in the command's output.
 	const width, height = 160, 48
-	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(width, height))
-	finished := false
-	t.Cleanup(func() {
-		if finished {
-			return
-		}
-		// A failed wait leaves the program and the cluster running:
-		// Ctrl-C stops the cluster keeping its data, then cleanup stops
-		// whatever the program left, as Run does.
-		tm.Send(uitest.Key("ctrl+c"))
-		tm.WaitFinished(t, teatest.WithFinalTimeout(60*time.Second),
-			teatest.WithTimeoutFn(func(tb testing.TB) { tb.Log("the program did not end after Ctrl-C") }))
-		if err := m.cleanup(io.Discard); err != nil {
-			t.Logf("cleanup: %v", err)
-		}
-	})
-
-	// The renderer writes only the lines that changed, and each WaitFor
-	// reads what arrived since the previous one: the transcript keeps it
-	// all, and each wait looks at what arrived since the key it follows.
-	var transcript bytes.Buffer
-	out := io.TeeReader(tm.Output(), &transcript)
-	start := time.Now()
-	waitFor := func(what string, since int, d time.Duration, cond func(string) bool) {
-		t.Helper()
-		t.Logf("%5.1fs waiting for %s", time.Since(start).Seconds(), what)
-		teatest.WaitFor(t, out, func([]byte) bool { return cond(transcript.String()[since:]) },
-			teatest.WithDuration(d), teatest.WithCheckInterval(20*time.Millisecond))
-	}
-	all := func(subs ...string) func(string) bool {
-		return func(s string) bool {
-			for _, sub := range subs {
-				if !strings.Contains(s, sub) {
-					return false
-				}
-			}
-			return true
-		}
-	}
-	press := func(keys ...string) int {
-		mark := transcript.Len()
-		for _, k := range keys {
-			tm.Send(uitest.Key(k))
-		}
-		return mark
-	}
+	f := newFlow(t, m, width, height)
+	tm := f.tm
+	waitFor, press, transcript := f.waitFor, f.press, &f.transcript
 
 	waitFor("the lessons on the home screen", 0, 20*time.Second,
-		all("Lessons", "Free play", lesson.Title.English))
+		allOf("Lessons", "Free play", lesson.Title.English))
 	downKeys := slices.Repeat([]string{"down"}, downs)
 	mark := press(downKeys...)
 	// The hint under the form is the summary of the lesson focused.
-	waitFor("raft-election focused", mark, 5*time.Second, all("Watch etcd's members elect a leader"))
+	waitFor("raft-election focused", mark, 5*time.Second, allOf("Watch etcd's members elect a leader"))
 
 	mark = press("enter")
 	waitFor("the creation steps", mark, 30*time.Second,
-		all("Starting cluster "+name+" with 3 masters", "✓ Creating the nodes (4, local runtime)"))
+		allOf("Starting cluster "+name+" with 3 masters", "✓ Creating the nodes (4, local runtime)"))
 	stepLine := fmt.Sprintf("Step 1/%d", steps)
 	waitFor("the workspace with the lesson pane", mark, 90*time.Second,
-		all(lesson.Title.English, stepLine, lesson.Steps[0].Title.English, "[2 Raft]"))
+		allOf(lesson.Title.English, stepLine, lesson.Steps[0].Title.English, "[2 Raft]"))
 	waitFor("step 1 done once a leader is elected", mark, 30*time.Second,
-		all("✓ Done — n for the next step", "followed by 3 of 3 members", "✓ Step done: "+lesson.Steps[0].Title.English))
+		allOf("✓ Done — n for the next step", "followed by 3 of 3 members", "✓ Step done: "+lesson.Steps[0].Title.English))
 
 	mark = press("n")
 	waitFor("step 2", mark, 5*time.Second,
-		all(fmt.Sprintf("Step 2/%d", steps), lesson.Steps[1].Title.English, "… Waiting for:"))
+		allOf(fmt.Sprintf("Step 2/%d", steps), lesson.Steps[1].Title.English, "… Waiting for:"))
 
 	info, err := lab.LoadInfo(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mark = press(":")
-	waitFor("the command line", mark, 5*time.Second, all("Type kubectl, etcdctl or klab commands"))
+	waitFor("the command line", mark, 5*time.Second, allOf("Type kubectl, etcdctl or klab commands"))
 	mark = transcript.Len()
 	tm.Type("etcdctl member list")
 	tm.Send(uitest.Key("enter"))
@@ -182,14 +137,12 @@ func TestLessonFlow(t *testing.T) {
 	for _, mem := range info.Members {
 		members = append(members, mem.ID+", started, "+mem.Name+", "+mem.PeerURL)
 	}
-	waitFor("etcdctl's member list", mark, 20*time.Second, all(append(members, "$ etcdctl member list")...))
+	waitFor("etcdctl's member list", mark, 20*time.Second, allOf(append(members, "$ etcdctl member list")...))
 
 	mark = press("esc", "q")
-	waitFor("the quit dialog", mark, 5*time.Second, all("Quit klab? Cluster "+name+" runs in this window.", "r  remove the cluster"))
+	waitFor("the quit dialog", mark, 5*time.Second, allOf("Quit klab? Cluster "+name+" runs in this window.", "r  remove the cluster"))
 	press("r")
-	tm.WaitFinished(t, teatest.WithFinalTimeout(60*time.Second))
-	finished = true
-	t.Logf("%5.1fs finished", time.Since(start).Seconds())
+	f.finish()
 
 	final := tm.FinalModel(t).(*Model)
 	if closed, err := final.ws.Closed(); !closed || err != nil {

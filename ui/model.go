@@ -67,6 +67,17 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.setLang(msg.Lang)
 	case labio.ReadyMsg:
 		return m, m.openWorkspace(msg.Lab)
+	case workspace.ReshapeMsg:
+		// The workspace removed its cluster for a step that needs
+		// another shape: the home screen starts the new one, showing its
+		// steps, and the workspace opens again on the step.
+		m.ws = nil
+		if msg.Err != nil {
+			var cmd tea.Cmd
+			m.home, cmd = m.home.Update(labio.FailedMsg{Err: msg.Err})
+			return m, cmd
+		}
+		return m, m.home.Restart(msg.Name, msg.Lesson, msg.Step)
 	case labio.RunningMsg, labio.StepMsg, labio.FailedMsg:
 		var cmd tea.Cmd
 		m.home, cmd = m.home.Update(msg)

@@ -125,15 +125,34 @@ func Overlay(bg, fg string, width, height int) string {
 		if y >= len(bgLines) {
 			break
 		}
-		row := bgLines[y]
-		// A wide character cut in half by the box's edge leaves a cell
-		// empty: fill it so the row keeps its width.
-		before := Pad(ansi.Cut(row, 0, left), left)
-		after := ansi.Cut(row, left+fw, width)
-		if gap := width - left - fw - Width(after); gap > 0 {
-			after = strings.Repeat(" ", gap) + after
-		}
-		bgLines[y] = before + Pad(l, fw) + after
+		bgLines[y] = cutAround(bgLines[y], 0, left, width) + Pad(l, fw) + cutAround(bgLines[y], left+fw, width, width)
 	}
 	return strings.Join(bgLines, "\n")
+}
+
+// cutAround returns cells [from, to) of a row width cells wide, exactly
+// to-from cells wide: a wide character cut in half by either edge is left
+// out, and its cell filled with a space.
+func cutAround(row string, from, to, width int) string {
+	want := to - from
+	if want <= 0 {
+		return ""
+	}
+	part := ansi.Cut(row, from, to)
+	if Width(part) > want && to < width {
+		// A wide character straddles the end: stop before it.
+		part = ansi.Cut(row, from, to-1)
+	}
+	if Width(part) > want {
+		// One straddles the start: begin after it.
+		part = ansi.Cut(row, from+1, to)
+	}
+	if gap := want - Width(part); gap > 0 {
+		if from > 0 && to == width {
+			// What follows a box keeps its columns: the gap goes first.
+			return strings.Repeat(" ", gap) + part
+		}
+		return Pad(part, want)
+	}
+	return part
 }

@@ -127,8 +127,8 @@ func New(c *common.Common, ctx context.Context, spec lab.Spec, logger *slog.Logg
 	}
 	m.cursor = m.rowIndex(row{rowStart, 0})
 	if opts.Lesson != nil {
-		m.choose(opts.Lesson)
-		m.step, m.autostart = opts.Step, true
+		m.chooseStep(opts.Lesson, opts.Step)
+		m.autostart = true
 	} else if len(m.lessons) > 0 {
 		// The first lesson not finished is where a student goes on.
 		m.cursor = m.rowIndex(row{rowLesson, 1})
@@ -170,26 +170,46 @@ func (m *Model) at() row {
 	return rows[min(m.cursor, len(rows)-1)]
 }
 
-// choose picks a lesson (nil for free play) and gives the form its shape.
+// choose picks a lesson (nil for free play) at the step where the student
+// left off.
 func (m *Model) choose(l *lessons.Lesson) {
-	m.lesson, m.step = l, 0
+	step := 0
+	if l != nil && m.progress != nil {
+		if cur := m.progress.Current(l.ID); cur != "" {
+			if _, i := l.Step(cur); i >= 0 {
+				step = i
+			}
+		}
+	}
+	m.chooseStep(l, step)
+}
+
+// chooseStep picks a lesson at a step, and gives the form the shape of
+// that step's cluster.
+func (m *Model) chooseStep(l *lessons.Lesson, step int) {
+	m.lesson, m.step = l, step
 	if l == nil {
 		return
 	}
-	m.spec.Masters, m.spec.Workers = l.Cluster.Masters, l.Cluster.Workers
-	if l.Cluster.Speed > 0 {
+	shape := l.ShapeAt(step)
+	m.spec.Masters, m.spec.Workers = shape.Masters, shape.Workers
+	if shape.Speed > 0 {
+		m.spec.Speed = shape.Speed
+	} else if l.Cluster.Speed > 0 {
 		m.spec.Speed = l.Cluster.Speed
 	}
 	m.masters = withChoice(m.masters, m.spec.Masters)
 	m.workers = withChoice(m.workers, m.spec.Workers)
 	m.speeds = withChoice(m.speeds, m.spec.Speed)
-	if m.progress != nil {
-		if cur := m.progress.Current(l.ID); cur != "" {
-			if _, i := l.Step(cur); i >= 0 {
-				m.step = i
-			}
-		}
-	}
+}
+
+// Restart starts a cluster named name for a lesson's step that needs
+// another shape, once the workspace removed the one it had.
+func (m *Model) Restart(name string, l *lessons.Lesson, step int) tea.Cmd {
+	m.name.SetValue(name)
+	m.chooseStep(l, step)
+	m.cursor = m.rowIndex(row{rowStart, 0})
+	return m.start()
 }
 
 // Lesson returns the lesson chosen and the step it opens at; nil is free

@@ -204,3 +204,38 @@ func TestHomeLessonChoice(t *testing.T) {
 		t.Errorf("free play: lesson %v, cursor %+v, starting %v", got, m.at(), m.Starting())
 	}
 }
+
+// TestHomeLessonStepShape opens lessons at a step, as klab --lesson id/step
+// and the progress saved do: the cluster gets the shape of that step.
+func TestHomeLessonStepShape(t *testing.T) {
+	m := lessonHome(t, i18n.English, 120, 40)
+	var quorum *lessons.Lesson
+	for _, l := range m.lessons {
+		if l.ID == "quorum" {
+			quorum = l
+		}
+	}
+	if quorum == nil {
+		t.Fatal("no quorum lesson")
+	}
+	_, two := quorum.Step("two-members")
+	_, five := quorum.Step("five-members")
+	for _, tt := range []struct {
+		step    int
+		masters int
+	}{{0, 3}, {two, 2}, {five, 5}, {len(quorum.Steps) - 1, 5}} {
+		m.chooseStep(quorum, tt.step)
+		if m.Spec().Masters != tt.masters || m.Spec().Workers != 1 {
+			t.Errorf("step %d: shape %d+%d, want %d+1", tt.step, m.Spec().Masters, m.Spec().Workers, tt.masters)
+		}
+	}
+	// Progress saved on the two-member step opens the lesson there, on
+	// two masters.
+	if err := m.progress.SetCurrent(quorum.ID, "two-members"); err != nil {
+		t.Fatal(err)
+	}
+	m.choose(quorum)
+	if _, step := m.Lesson(); step != two || m.Spec().Masters != 2 {
+		t.Errorf("progress at two-members: step %d on %d masters, want %d on 2", step, m.Spec().Masters, two)
+	}
+}

@@ -35,6 +35,9 @@ type KeyMap struct {
 
 	// Quit dialog.
 	Keep, Remove key.Binding
+
+	// Recreate starts the cluster again in the shape a lesson step needs.
+	Recreate key.Binding
 }
 
 // Default returns the key map with help in the current language. It is
@@ -86,6 +89,8 @@ func Default() *KeyMap {
 
 		Keep:   b([]string{"k"}, "k", "ui.key.keep"),
 		Remove: b([]string{"r"}, "r", "ui.key.remove"),
+
+		Recreate: b([]string{"enter"}, "enter", "ui.key.recreate"),
 	}
 }
 

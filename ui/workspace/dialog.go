@@ -7,20 +7,27 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/lessons"
 	"github.com/klab-dev/klab/ui/common"
 	"github.com/klab-dev/klab/ui/keys"
 	"github.com/klab-dev/klab/ui/labio"
 )
 
 // dialog is a small box over the view that asks one question: which
-// member to act on, or what to do with the cluster on quitting.
+// member to act on, what to do with the cluster on quitting, or whether to
+// recreate it in the shape a lesson step needs.
 type dialog struct {
 	// title is the question's message key; action what the answer does.
 	title  string
 	action string
-	// options are member names for a chooser; empty for the quit dialog.
+	// options are member names for a chooser; empty for the other dialogs.
 	options []string
 	cursor  int
+	// shape is the shape the reshape dialog offers; ref names the lesson
+	// step, for a cluster that only its owner can remove (elsewhere).
+	shape     lessons.Shape
+	elsewhere bool
+	ref       string
 }
 
 func chooser(title, action string, options []string, cursor int) *dialog {
@@ -29,9 +36,21 @@ func chooser(title, action string, options []string, cursor int) *dialog {
 
 func quitDialog() *dialog { return &dialog{title: "ui.dlg.quit", action: "quit"} }
 
+// reshapeDialog offers to recreate the cluster in shape for the lesson
+// step ref, or, for a cluster started elsewhere, says how to.
+func reshapeDialog(shape lessons.Shape, elsewhere bool, ref string) *dialog {
+	return &dialog{title: "ui.dlg.reshape", action: "reshape", shape: shape, elsewhere: elsewhere, ref: ref}
+}
+
 func (d *dialog) keys(k *keys.KeyMap) []key.Binding {
-	if d.action == "quit" {
+	switch d.action {
+	case "quit":
 		return []key.Binding{k.Keep, k.Remove, k.Back}
+	case "reshape":
+		if d.elsewhere {
+			return []key.Binding{k.Back}
+		}
+		return []key.Binding{k.Recreate, k.Back}
 	}
 	return []key.Binding{k.Up, k.Down, k.Select, k.Back}
 }
@@ -43,12 +62,18 @@ func (m *Model) updateDialog(msg tea.KeyMsg) tea.Cmd {
 		m.dialog = nil
 		return nil
 	}
-	if d.action == "quit" {
+	switch d.action {
+	case "quit":
 		switch {
 		case key.Matches(msg, k.Keep):
 			return m.quit(false)
 		case key.Matches(msg, k.Remove):
 			return m.quit(true)
+		}
+		return nil
+	case "reshape":
+		if !d.elsewhere && key.Matches(msg, k.Recreate) {
+			return m.recreate(d.shape)
 		}
 		return nil
 	}
@@ -81,12 +106,50 @@ func (m *Model) quit(remove bool) tea.Cmd {
 	return labio.Close(m.lab, remove)
 }
 
+// ReshapeMsg says that the workspace removed its cluster so that a lesson
+// step can run on another shape: the root starts a cluster named Name for
+// the step, or shows Err if the old one could not be removed.
+type ReshapeMsg struct {
+	Name   string
+	Lesson *lessons.Lesson
+	Step   int
+	Err    error
+}
+
+// recreate removes the cluster, to start it again in shape for the
+// lesson's current step.
+func (m *Model) recreate(shape lessons.Shape) tea.Cmd {
+	m.dialog = nil
+	m.closing, m.reshaping = true, true
+	m.Stop()
+	m.busy("ui.act.reshaping", m.info.Name, shape.Masters, shape.Workers)
+	return labio.Close(m.lab, true)
+}
+
 // render draws the dialog's box.
 func (d *dialog) render(m *Model, width int) string {
 	s := m.c.Styles
 	w := min(width-4, 60)
 	var lines []string
-	if d.action == "quit" {
+	switch d.action {
+	case "reshape":
+		for _, l := range common.Pack(strings.Fields(i18n.T(d.title, d.shape.Masters, d.shape.Workers)), w, " ") {
+			lines = append(lines, s.Dialog.Title.Render(l))
+		}
+		lines = append(lines, "")
+		body := i18n.T("ui.dlg.reshape-body", m.info.Name)
+		if d.elsewhere {
+			body = i18n.T("ui.dlg.reshape-elsewhere", m.info.Name, d.ref)
+		}
+		for _, l := range common.Pack(strings.Fields(body), w, " ") {
+			lines = append(lines, s.Dialog.Note.Render(l))
+		}
+		lines = append(lines, "")
+		if !d.elsewhere {
+			lines = append(lines, s.Dialog.Item.Render(common.Fit("enter  "+i18n.T("ui.dlg.recreate", d.shape.Masters, d.shape.Workers), w)))
+		}
+		lines = append(lines, s.Dialog.Note.Render(common.Fit("esc  "+i18n.T("ui.dlg.not-now"), w)))
+	case "quit":
 		for _, l := range common.Pack(strings.Fields(i18n.T(d.title, m.info.Name)), w, " ") {
 			lines = append(lines, s.Dialog.Title.Render(l))
 		}
@@ -98,7 +161,7 @@ func (d *dialog) render(m *Model, width int) string {
 			s.Dialog.Item.Render(common.Fit("k  "+i18n.T("ui.dlg.keep", m.info.Name), w)),
 			s.Dialog.Item.Render(common.Fit("r  "+i18n.T("ui.dlg.remove"), w)),
 			s.Dialog.Note.Render(common.Fit("esc  "+i18n.T("ui.dlg.stay"), w)))
-	} else {
+	default:
 		lines = append(lines, s.Dialog.Title.Render(common.Fit(i18n.T(d.title), w)), "")
 		for i, o := range d.options {
 			label := o

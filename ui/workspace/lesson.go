@@ -99,8 +99,16 @@ func (m *Model) beginStep(i int) tea.Cmd {
 	}
 	id, step := m.pane.Lesson().ID, st.ID
 	cmds = append(cmds, m.saveProgress(func(p *lessons.Progress) error { return p.SetCurrent(id, step) }))
-	if st.Cluster != nil && !m.fits(*st.Cluster) {
-		m.status = status{err: i18n.NewError("ui.ws.needs-shape", st.Cluster.Masters, st.Cluster.Workers, m.pane.Lesson().ID, st.ID)}
+	// A step that runs on another shape (going on to it, or back from
+	// it) offers to recreate a cluster this klab started; one started
+	// elsewhere is its owner's to remove.
+	if shape := m.pane.Lesson().ShapeAt(i); !m.fits(shape) {
+		elsewhere := m.lab == nil || !m.lab.Owned()
+		m.dialog = reshapeDialog(shape, elsewhere, id+"/"+step)
+		m.status = status{err: i18n.NewError("ui.ws.needs-shape", shape.Masters, shape.Workers)}
+		if elsewhere {
+			m.status = status{err: i18n.NewError("ui.ws.needs-shape-attached", shape.Masters, shape.Workers, id+"/"+step)}
+		}
 	}
 	m.layout()
 	return tea.Batch(cmds...)

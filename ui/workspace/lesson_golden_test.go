@@ -63,8 +63,11 @@ func lessonFixture(t *testing.T, lang i18n.Lang, width, height int) *Model {
 		_, err := io.WriteString(stdout, memberList(info))
 		return err
 	}
+	l := embeddedLesson(t, "raft-election")
+	// The cluster has the lesson's shape, as the home screen starts it.
+	info.Spec.Masters, info.Spec.Workers = l.Cluster.Masters, l.Cluster.Workers
 	m := New(c, uitest.NewLab(info, true), st, Options{
-		Lesson: embeddedLesson(t, "raft-election"),
+		Lesson: l,
 		Run:    run,
 		Views: map[ViewID]LiveView{
 			ViewScheduler: scheduler.New(c), ViewProxy: proxy.New(c), ViewEvents: events.New(c),
@@ -200,6 +203,65 @@ func checkFooter(t *testing.T, m *Model, frame string) {
 	for _, a := range absent {
 		if strings.Contains(footer, a) {
 			t.Errorf("footer offers %q, which does nothing now: %s", a, footer)
+		}
+	}
+}
+
+// TestReshapeOffer goes on from a step on three members to one on two: a
+// cluster this klab started is offered to be recreated in that shape, one
+// started elsewhere is left alone with what to do instead.
+func TestReshapeOffer(t *testing.T) {
+	l := embeddedLesson(t, "quorum")
+	two, at := l.Step("two-members")
+	if two == nil || two.Cluster == nil {
+		t.Fatal("the quorum lesson has no two-members step with a shape")
+	}
+	for _, owned := range []bool{true, false} {
+		for _, lang := range uitest.Langs {
+			t.Run(fmt.Sprintf("owned=%v/%s", owned, lang), func(t *testing.T) {
+				c := uitest.Setup(t, lang)
+				info, st := uitest.Raft(3)
+				info.Spec.Masters, info.Spec.Workers = l.Cluster.Masters, l.Cluster.Workers
+				twin := uitest.NewLab(info, owned)
+				m := New(c, twin, st, Options{Lesson: l, Step: at - 1})
+				m.SetSize(80, 24)
+				m.beginStep(at - 1)
+				if m.dialog != nil {
+					t.Fatalf("step %s runs on the lesson's shape, yet a dialog is open", l.Steps[at-1].ID)
+				}
+				msgs := press(m, "n")
+				if m.dialog == nil || m.dialog.action != "reshape" {
+					t.Fatalf("no word of the shape step %s needs", two.ID)
+				}
+				frame := m.View()
+				uitest.CheckFrame(t, frame, 80, 24)
+				if !owned {
+					// Told where to remove it, and what to run then;
+					// enter does nothing.
+					uitest.Golden(t, "reshape-elsewhere-"+string(lang), frame)
+					if msgs = press(m, "enter"); twin.Closed != nil || m.dialog == nil {
+						t.Errorf("enter on a cluster started elsewhere: closed %v, dialog %v", twin.Closed, m.dialog)
+					}
+					return
+				}
+				uitest.Golden(t, "reshape-"+string(lang), frame)
+				msgs = press(m, "enter")
+				if len(twin.Closed) != 1 || !twin.Closed[0] {
+					t.Fatalf("closed = %v, want the cluster removed once", twin.Closed)
+				}
+				var got *ReshapeMsg
+				for _, msg := range msgs {
+					if r, ok := msg.(ReshapeMsg); ok {
+						got = &r
+					}
+				}
+				if got == nil || got.Name != info.Name || got.Lesson != l || got.Step != at || got.Err != nil {
+					t.Errorf("after the removal: %+v, want a ReshapeMsg for %s at step %d", got, info.Name, at)
+				}
+				if quits(msgs) {
+					t.Error("recreating the cluster quit klab")
+				}
+			})
 		}
 	}
 }

@@ -136,6 +136,9 @@ type Model struct {
 	// closing is set once the user chose to quit and the lab is being
 	// closed.
 	closing bool
+	// reshaping is set when the lab is being removed to start it again in
+	// the shape a lesson step needs, rather than to quit.
+	reshaping bool
 	// closed is set once the lab is closed; closeErr says how that went.
 	closed   bool
 	closeErr error
@@ -418,6 +421,10 @@ func (m *Model) update(msg tea.Msg) (*Model, tea.Cmd) {
 		m.status = status{err: msg.err}
 	case labio.ClosedMsg:
 		m.closed, m.closeErr = true, msg.Err
+		if m.reshaping {
+			r := ReshapeMsg{Name: m.info.Name, Lesson: m.pane.Lesson(), Step: m.pane.Index(), Err: msg.Err}
+			return m, func() tea.Msg { return r }
+		}
 		return m, tea.Quit
 	case tea.KeyMsg:
 		m.active = time.Now()
