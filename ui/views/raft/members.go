@@ -3,6 +3,7 @@ package raft
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/lipgloss"
 
@@ -74,12 +75,14 @@ func memberLines(s *styles.Styles, sgr *sgrCache, st *labstate.State, m *labstat
 
 // memberBox frames a member's lines, cut or padded to height, with its
 // name in the top border; the leader's frame is highlighted. It returns
-// the box's rows, each inner+4 cells wide. The frame is drawn here rather
+// the box's rows, each inner+4 cells wide, or inner+2 when tight (no
+// padding). A name too long for the border is shortened to what tells
+// the members apart (m-5 for master-5). The frame is drawn here rather
 // than by the style's Render, which measures every line of the box again
 // and renders each edge apart: five boxes a frame made it most of the
 // view's cost. It draws what Render would, the style's border, border
 // colour and horizontal padding.
-func memberBox(s *styles.Styles, sgr *sgrCache, m *labstate.Member, lines []string, inner, height int) []string {
+func memberBox(s *styles.Styles, sgr *sgrCache, m *labstate.Member, lines []string, inner, height int, tight bool) []string {
 	box := &s.Raft.Box
 	if m.Role() == labstate.RoleLeader {
 		box = &s.Raft.BoxFocused
@@ -88,9 +91,19 @@ func memberBox(s *styles.Styles, sgr *sgrCache, m *labstate.Member, lines []stri
 	edge := sgr.edge(box)
 	padL := strings.Repeat(" ", box.GetPaddingLeft())
 	padR := strings.Repeat(" ", box.GetPaddingRight())
+	if tight {
+		padL, padR = "", ""
+	}
 	span := inner + len(padL) + len(padR) // the cells between the corners
 
-	title := sgr.wrap(&s.Raft.Title, " "+m.Name+" ")
+	name := " " + m.Name + " "
+	if common.Width(name) > span-2 {
+		name = " " + shortName(m.Name) + " "
+		if common.Width(name) > span-2 {
+			name = shortName(m.Name)
+		}
+	}
+	title := sgr.wrap(&s.Raft.Title, name)
 	tw := common.Width(title)
 	if tw > span-2 {
 		title = common.Fit(title, span-2)
@@ -109,6 +122,17 @@ func memberBox(s *styles.Styles, sgr *sgrCache, m *labstate.Member, lines []stri
 	}
 	rows = append(rows, sgr.wrap(edge, b.BottomLeft+strings.Repeat(b.Bottom, span)+b.BottomRight))
 	return rows
+}
+
+// shortName shortens a member's name to its first letter and what follows
+// its last dash: master-5 is m-5. A name without a dash is kept.
+func shortName(name string) string {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return name
+	}
+	r, _ := utf8.DecodeRuneInString(name)
+	return string(r) + name[i:]
 }
 
 // voteName returns the name of the member with the given hex ID, "" for

@@ -30,8 +30,12 @@ func (v *View) SetSize(width, height int) { v.width, v.height = width, height }
 
 // Layout constants.
 const (
-	boxGap      = 1
-	minInner    = 8
+	boxGap   = 1
+	minInner = 8
+	// minTight is the least a box holds inside its border once it drops
+	// its padding: five members side by side in a lesson's pane at 80
+	// columns.
+	minTight    = 5
 	minLaneRows = 4
 	maxNotes    = 8
 )
@@ -49,8 +53,19 @@ func (v *View) Render(st *labstate.State) string {
 	}
 	out := []string{v.summary(st)}
 
-	boxW := max((w-(n-1)*boxGap)/n, minInner+4)
-	inner := boxW - 4 // border and padding
+	// A box is its border, a cell of padding each side and what it holds.
+	// Where padded boxes do not fit side by side, they go without the
+	// padding rather than run off the view.
+	boxW := (w - (n-1)*boxGap) / n
+	tight := boxW < minInner+4
+	inner := max(boxW-4, minInner)
+	if tight {
+		inner = max(boxW-2, minTight)
+	}
+	boxW = inner + 4
+	if tight {
+		boxW = inner + 2
+	}
 	hi := st.MaxLastIndex()
 	lo := uint64(1)
 	if hi > uint64(inner) {
@@ -69,7 +84,7 @@ func (v *View) Render(st *labstate.State) string {
 	var rows []string
 	gap := strings.Repeat(" ", boxGap)
 	for i := range st.Members {
-		box := memberBox(s, sgr, &st.Members[i], contents[i], inner, boxH)
+		box := memberBox(s, sgr, &st.Members[i], contents[i], inner, boxH, tight)
 		if i == 0 {
 			rows = box
 		} else {

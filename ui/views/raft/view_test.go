@@ -155,3 +155,30 @@ func TestArrowLabels(t *testing.T) {
 		}
 	}
 }
+
+// TestFiveMembersInLessonPane draws five members in the room a lesson
+// leaves the view at 80×24 (48 columns): the boxes go without padding and
+// with short names rather than run off the view.
+func TestFiveMembersInLessonPane(t *testing.T) {
+	const w, h = 48, 21
+	for _, lang := range uitest.Langs {
+		t.Run(string(lang), func(t *testing.T) {
+			c := uitest.Setup(t, lang)
+			v := New(c)
+			v.SetSize(w, h)
+			got := v.Render(func() *labstate.State { _, st := uitest.Raft(5); return st }())
+			uitest.CheckFrame(t, got, w, h)
+			lines := strings.Split(got, "\n")
+			for i := 1; i <= 5; i++ {
+				if !strings.Contains(lines[1], fmt.Sprintf("m-%d", i)) {
+					t.Errorf("the boxes' top border lacks m-%d: %q", i, lines[1])
+				}
+			}
+			// Every box is whole: five top-right corners on the top row.
+			if n := strings.Count(lines[1], "╮"); n != 5 {
+				t.Errorf("%d boxes closed on the top row, want 5: %q", n, lines[1])
+			}
+			uitest.Golden(t, "five-pane-"+string(lang), got)
+		})
+	}
+}
