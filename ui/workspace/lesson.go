@@ -55,9 +55,10 @@ func (m *Model) showVerdict(v lessons.Verdict) tea.Cmd {
 	if m.pane.Last() {
 		m.status = status{msg: i18n.M("ui.lesson.complete", m.pane.Lesson().Title)}
 	}
-	return m.saveProgress(func(p *lessons.Progress) error {
-		return p.Complete(m.pane.Lesson().ID, m.pane.Step().ID)
-	})
+	// The step is named now: the write runs later, on another goroutine,
+	// when the student may already have gone on to the next step.
+	id, step := m.pane.Lesson().ID, m.pane.Step().ID
+	return m.saveProgress(func(p *lessons.Progress) error { return p.Complete(id, step) })
 }
 
 // saveProgress writes progress in a command: it is a file write.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -263,5 +264,34 @@ func TestReshapeOffer(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestProgressNamesTheStepPassed passes a step and goes on before the
+// progress is written, as a student pressing n at once does: the step
+// recorded done is the one that passed.
+func TestProgressNamesTheStepPassed(t *testing.T) {
+	c := uitest.Setup(t, i18n.English)
+	info, st := uitest.Raft(3)
+	l := embeddedLesson(t, "raft-election")
+	info.Spec.Masters, info.Spec.Workers = l.Cluster.Masters, l.Cluster.Workers
+	p, err := lessons.OpenProgress(filepath.Join(t.TempDir(), lessons.ProgressFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(c, uitest.NewLab(info, true), st, Options{Lesson: l, Progress: p})
+	m.SetSize(120, 40)
+	m.beginStep(0)
+	save := m.showVerdict(lessons.Verdict{Passed: true})
+	if save == nil {
+		t.Fatal("a passed step saves nothing")
+	}
+	m.beginStep(1)
+	if msg := save(); msg != nil {
+		t.Fatalf("saving: %v", msg)
+	}
+	if !p.Done(l.ID, l.Steps[0].ID) || p.Done(l.ID, l.Steps[1].ID) {
+		t.Errorf("done: %s %v, %s %v; want only the first", l.Steps[0].ID, p.Done(l.ID, l.Steps[0].ID),
+			l.Steps[1].ID, p.Done(l.ID, l.Steps[1].ID))
 	}
 }
