@@ -239,6 +239,10 @@ func TestRaftMessage(t *testing.T) {
 		{name: "too few", check: "raft-message: {type: MsgVote, count: 2}", before: []Observation{msg("MsgVote")},
 			after: []Observation{msg("MsgVote")}, pass: false},
 		{name: "enough", check: "raft-message: {type: MsgVote, count: 2}", after: []Observation{msg("MsgVote"), msg("MsgVote")}, pass: true},
+		{name: "heartbeats folded into one report", check: "raft-message: {type: MsgHeartbeat, count: 5}",
+			after: []Observation{MessageObserved{From: "master-1", To: "master-2", Type: "MsgHeartbeat", Term: 3, Count: 5}}, pass: true},
+		{name: "a folded report short of the count", check: "raft-message: {type: MsgHeartbeat, count: 5}",
+			after: []Observation{MessageObserved{From: "master-1", To: "master-2", Type: "MsgHeartbeat", Term: 3, Count: 4}}, pass: false},
 	})
 }
 

@@ -103,12 +103,15 @@ type ClockObserved struct {
 	Paused   bool
 }
 
-// MessageObserved is one raft message a member sent to another.
+// MessageObserved is a raft message a member sent to another, or several
+// alike (heartbeats a stream folded into one report).
 type MessageObserved struct {
 	From, To string
 	// Type is the raftpb name: MsgVote, MsgApp, ...
 	Type string
 	Term uint64
+	// Count is how many were sent; 0 means one.
+	Count int
 }
 
 // NodeObserved is a Kubernetes node's readiness.

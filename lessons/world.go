@@ -38,7 +38,7 @@ func (w *world) apply(obs Observation) {
 	case ClockObserved:
 		w.clocks[o.Member] = o
 	case MessageObserved:
-		w.sent[o.Type]++
+		w.sent[o.Type] += max(o.Count, 1)
 	case NodeObserved:
 		if o.Deleted {
 			delete(w.nodes, o.Node)

@@ -114,7 +114,9 @@ func (s *Server) serveDebug(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		stream.Flush()
+		if stream.Flush() != nil {
+			return
+		}
 		for {
 			select {
 			case <-r.Context().Done():
@@ -124,7 +126,9 @@ func (s *Server) serveDebug(w http.ResponseWriter, r *http.Request) {
 					return
 				}
 			case <-stream.Due():
-				stream.Flush()
+				if stream.Flush() != nil {
+					return
+				}
 			}
 		}
 	default:

@@ -119,9 +119,11 @@ func (m *Member) serveHealth(w http.ResponseWriter, r *http.Request) {
 // leaves out the heartbeats (and their answers) this member stepped: the
 // sender reports each one too, and a steady cluster's stream is mostly
 // heartbeats, each reported twice. ?quiet=D (eventstream) lets a steady
-// cluster's traffic (Event.Routine) wait for the next multiple of D;
-// without it, events wait up to 50 ms, so that a heartbeat round (or a busy
-// second, a few hundred events) reaches a reader in a few writes.
+// cluster's traffic (Event.Routine) wait for the next multiple of D, and
+// writes each pair's heartbeats held meanwhile as the last of them
+// (Event.Beats, foldBeats); without it, events wait up to 50 ms, so that a
+// heartbeat round (or a busy second, a few hundred events) reaches a
+// reader in a few writes, every one of them.
 func (m *Member) serveEvents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	since, _ := strconv.ParseUint(q.Get("since"), 10, 64)
@@ -131,6 +133,9 @@ func (m *Member) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer stream.Close()
+	if q.Has("quiet") {
+		stream.Fold(foldBeats)
+	}
 	skip := func(e Event) bool { return sentBeatsOnly && e.Kind == EventRecv && e.Heartbeat() }
 	past, c, cancel := m.events.subscribe(since)
 	defer cancel()
@@ -148,7 +153,9 @@ func (m *Member) serveEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	stream.Flush()
+	if stream.Flush() != nil {
+		return
+	}
 	for {
 		select {
 		case <-r.Context().Done():
@@ -160,7 +167,9 @@ func (m *Member) serveEvents(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-stream.Due():
-			stream.Flush()
+			if stream.Flush() != nil {
+				return
+			}
 		}
 	}
 }
@@ -219,4 +228,52 @@ func writeJSON(w http.ResponseWriter, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.Encode(v)
+}
+
+// beatKey tells one member pair's heartbeats (or answers) apart.
+type beatKey struct{ kind, typ, from, to string }
+
+// foldBeats writes a batch of events with each pair's heartbeats, and each
+// pair's answers, as the last of them, counted in its Beats. The events
+// left out count in the Skipped of the next event written, which is in the
+// same batch (the last of each pair's is kept), so that the stream's
+// sequence numbers stay in order and a reader tells what was folded from
+// what was lost. A steady cluster's stream at the calm beat is otherwise
+// two heartbeats in five.
+func foldBeats(batch []any) []any {
+	last := map[beatKey]int{}
+	count := map[beatKey]int{}
+	for i, v := range batch {
+		if e, ok := v.(Event); ok && e.Heartbeat() {
+			k := beatKey{e.Kind, e.Msg.Type, e.Msg.From, e.Msg.To}
+			last[k] = i
+			count[k] += e.Count()
+		}
+	}
+	if len(last) == 0 {
+		return batch
+	}
+	out := batch[:0]
+	var folded uint64
+	for i, v := range batch {
+		e, ok := v.(Event)
+		if !ok {
+			out = append(out, v)
+			continue
+		}
+		if e.Heartbeat() {
+			k := beatKey{e.Kind, e.Msg.Type, e.Msg.From, e.Msg.To}
+			if last[k] != i {
+				folded += 1 + e.Skipped
+				continue
+			}
+			if n := count[k]; n > 1 {
+				e.Beats = n
+			}
+		}
+		e.Skipped += folded
+		folded = 0
+		out = append(out, e)
+	}
+	return out
 }

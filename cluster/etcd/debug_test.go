@@ -267,3 +267,71 @@ func TestEventStreamHoldsRoutineTraffic(t *testing.T) {
 	}
 	t.Fatal("the stream ended before the clock change")
 }
+
+// With ?quiet=, each flush writes a pair's heartbeats as the last of them,
+// counted in its Beats, and the others as skipped: on the leader's stream
+// of a steady cluster, over whole beats, no sequence number goes missing
+// unaccounted, no flush carries two heartbeats from the leader to one
+// follower, and the counts add up to what raft sends (one a tick).
+func TestEventStreamFoldsHeartbeats(t *testing.T) {
+	c := etcdtest.New(t, 3, nil)
+	lead := c.WaitLeader(5 * time.Second)
+	resp, err := http.Get(c.Peers[lead].PeerURL + "/debug/klab/events?beats=sent&quiet=500ms&since=18446744073709551615")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	type arrival struct {
+		at time.Time
+		e  etcd.Event
+	}
+	lines := make(chan arrival, 4096)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			var e etcd.Event
+			if json.Unmarshal(sc.Bytes(), &e) == nil {
+				lines <- arrival{time.Now(), e}
+			}
+		}
+		close(lines)
+	}()
+
+	const beat = 500 * time.Millisecond
+	start := time.Now().Truncate(beat).Add(beat)
+	end := start.Add(4 * beat)
+	var prev uint64
+	beats := map[string]int{}    // heartbeats sent per follower
+	perFlush := map[string]int{} // per follower and flush
+	for a := range lines {
+		e := a.e
+		if prev != 0 && e.Seq != prev+1+e.Skipped {
+			t.Fatalf("event %d after %d with %d skipped: events lost", e.Seq, prev, e.Skipped)
+		}
+		prev = e.Seq
+		if !e.Heartbeat() || e.Kind != etcd.EventSend || e.Msg.Type != "MsgHeartbeat" {
+			continue
+		}
+		if a.at.Before(start) {
+			continue
+		}
+		if !a.at.Before(end) {
+			break
+		}
+		flush := a.at.Truncate(beat).String()
+		if perFlush[flush+e.Msg.To]++; perFlush[flush+e.Msg.To] > 1 {
+			t.Errorf("two heartbeats to %s in the flush at %s", e.Msg.ToName, flush)
+		}
+		beats[e.Msg.To] += e.Count()
+	}
+	// Four beats of 500 ms at one heartbeat per 100 ms tick: 20 to each
+	// follower, give or take the flushes' edges and a loaded machine.
+	if len(beats) != 2 {
+		t.Fatalf("heartbeats went to %d followers, want 2: %v", len(beats), beats)
+	}
+	for to, n := range beats {
+		if n < 10 || n > 30 {
+			t.Errorf("%d heartbeats counted to %s over 2 s, want about 20", n, to)
+		}
+	}
+}

@@ -42,7 +42,16 @@ type Event struct {
 	// just before this one the stream left out, so that a reader tells
 	// them from events lost.
 	Skipped uint64 `json:"skipped,omitempty"`
+	// Beats is set on a heartbeat, or an answer to one, in a stream that
+	// holds routine traffic (?quiet=) when it stands for several: how many
+	// of this kind between these two members, itself included, were sent
+	// or stepped since the stream's last flush. The stream writes only the
+	// last of them; the others count in the next event's Skipped.
+	Beats int `json:"beats,omitempty"`
 }
+
+// Count is how many messages e stands for: its Beats, or one.
+func (e Event) Count() int { return max(e.Beats, 1) }
 
 // MessageInfo is the part of a raft message worth showing.
 type MessageInfo struct {

@@ -146,7 +146,9 @@ func (p *Proxy) serveEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	stream.Flush()
+	if stream.Flush() != nil {
+		return
+	}
 	for {
 		select {
 		case <-r.Context().Done():
@@ -158,7 +160,9 @@ func (p *Proxy) serveEvents(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-stream.Due():
-			stream.Flush()
+			if stream.Flush() != nil {
+				return
+			}
 		}
 	}
 }

@@ -94,7 +94,9 @@ func (s *Scheduler) serveEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	stream.Flush()
+	if stream.Flush() != nil {
+		return
+	}
 	for {
 		select {
 		case <-r.Context().Done():
@@ -106,7 +108,9 @@ func (s *Scheduler) serveEvents(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-stream.Due():
-			stream.Flush()
+			if stream.Flush() != nil {
+				return
+			}
 		}
 	}
 }

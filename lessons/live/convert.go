@@ -92,7 +92,7 @@ func convertEvent(member string, e etcd.Event, members []lab.MemberInfo) []lesso
 		if to == "" {
 			to = memberName(e.Msg.To, members)
 		}
-		return []lessons.Observation{lessons.MessageObserved{From: member, To: to, Type: e.Msg.Type, Term: e.Msg.Term}}
+		return []lessons.Observation{lessons.MessageObserved{From: member, To: to, Type: e.Msg.Type, Term: e.Msg.Term, Count: e.Beats}}
 	}
 	return nil
 }

@@ -235,17 +235,26 @@ func (s *State) applyHeartbeat(e etcd.Event) {
 	h.Term = max(h.Term, mi.Term)
 	h.LastTick = s.Ticks
 	// Each heartbeat is reported by both ends; only the sender's report
-	// counts, so that a message is counted once.
+	// counts, so that a message is counted once. A report may stand for
+	// several (Event.Beats), sent since the stream's last flush.
 	switch {
 	case e.Kind == etcd.EventDrop || e.Kind == etcd.EventUnreachable:
 		h.drops = append(h.drops, s.Ticks)
 		h.LostKind = e.Kind
 	case e.Kind != etcd.EventSend:
 	case mi.Type == "MsgHeartbeat":
-		h.beats = append(h.beats, s.Ticks)
+		h.beats = appendN(h.beats, s.Ticks, e.Count())
 	default:
-		h.resps = append(h.resps, s.Ticks)
+		h.resps = appendN(h.resps, s.Ticks, e.Count())
 	}
+}
+
+// appendN appends n copies of t.
+func appendN(ts []float64, t float64, n int) []float64 {
+	for range n {
+		ts = append(ts, t)
+	}
+	return ts
 }
 
 // SawDrops reports whether messages were lost to the network recently:

@@ -26,6 +26,12 @@ func msg(member, kind, typ, from, to string) lab.Observation {
 		Event: etcd.Event{Member: member, Kind: kind, Time: t0, Msg: &etcd.MessageInfo{Type: typ, FromName: from, ToName: to, Term: 2, Index: 5}}}
 }
 
+// beats makes a heartbeat's report stand for n (a stream's fold).
+func beats(o lab.Observation, n int) lab.Observation {
+	o.(*lab.EventObservation).Event.Beats = n
+	return o
+}
+
 func event(member, kind, state string, term uint64, leader string) lab.Observation {
 	return &lab.EventObservation{Observed: lab.Observed{Member: member, At: t0},
 		Event: etcd.Event{Member: member, Kind: kind, Time: t0, State: state, Term: term, Leader: leader}}
@@ -61,6 +67,10 @@ func TestApplyMessages(t *testing.T) {
 			msg("m2", etcd.EventSend, "MsgHeartbeatResp", "m2", "m1"), msg("m1", etcd.EventRecv, "MsgHeartbeatResp", "m2", "m1"),
 			msg("m1", etcd.EventSend, "MsgHeartbeat", "m1", "m2"),
 		}, 0, false, "", 2, 1},
+		{"a folded report counts every heartbeat it stands for", []lab.Observation{
+			beats(msg("m1", etcd.EventSend, "MsgHeartbeat", "m1", "m2"), 4),
+			beats(msg("m2", etcd.EventSend, "MsgHeartbeatResp", "m2", "m1"), 3),
+		}, 0, false, "", 4, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

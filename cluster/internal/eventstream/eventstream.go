@@ -10,6 +10,10 @@
 // of them. News waits at most NewsWait, and takes what waits with it out.
 // A hold of 0 flushes every event at once. The flush timer runs only while
 // something waits: an idle stream wakes nobody.
+//
+// What waits is kept as sent and encoded when flushed, so that a stream
+// with a Fold can write a batch shorter than what was sent: several
+// heartbeats as the last of them, saying how many it stands for.
 package eventstream
 
 import (
@@ -35,7 +39,14 @@ type Stream struct {
 	hold    time.Duration
 	timer   *time.Timer
 	due     time.Time // when what waits is flushed; zero if nothing waits
+	waiting []any
+	fold    func([]any) []any
 }
+
+// Fold has f rewrite each batch before it is written: it returns the
+// values to write, in order, and may reuse the slice it is given. It
+// applies only to a stream with a hold: without one, nothing is batched.
+func (s *Stream) Fold(f func([]any) []any) { s.fold = f }
 
 // Start begins a stream on w, its hold read from r's ?quiet= or, without
 // one, def. A malformed or out-of-range ?quiet= is answered with 400 Bad
@@ -62,13 +73,13 @@ func Start(w http.ResponseWriter, r *http.Request, def time.Duration) (*Stream, 
 // Send writes v and sees that it is flushed in time: news within NewsWait,
 // routine events on the next multiple of the hold.
 func (s *Stream) Send(v any, news bool) error {
-	if err := s.enc.Encode(v); err != nil {
-		return err
-	}
 	if s.hold == 0 {
-		s.Flush()
-		return nil
+		if err := s.enc.Encode(v); err != nil {
+			return err
+		}
+		return s.Flush()
 	}
+	s.waiting = append(s.waiting, v)
 	now := time.Now()
 	at := now.Add(min(s.hold, NewsWait))
 	if !news {
@@ -84,13 +95,26 @@ func (s *Stream) Send(v any, news bool) error {
 // Due fires when what waits should be flushed.
 func (s *Stream) Due() <-chan time.Time { return s.timer.C }
 
-// Flush sends what was written.
-func (s *Stream) Flush() {
+// Flush writes and sends what waits. An error is the reader's connection
+// failing: the stream is over.
+func (s *Stream) Flush() error {
 	s.due = time.Time{}
 	s.timer.Stop()
+	batch := s.waiting
+	if s.fold != nil && len(batch) > 1 {
+		batch = s.fold(batch)
+	}
+	for _, v := range batch {
+		if err := s.enc.Encode(v); err != nil {
+			return err
+		}
+	}
+	clear(s.waiting)
+	s.waiting = s.waiting[:0]
 	if s.flusher != nil {
 		s.flusher.Flush()
 	}
+	return nil
 }
 
 // Close stops the flush timer.

@@ -72,3 +72,36 @@ func TestRoutineWaitsForTheBeatAndNewsDoesNot(t *testing.T) {
 		t.Errorf("flushed %v, body %q; want both events", w.Flushed, w.Body.String())
 	}
 }
+
+func TestFoldRewritesEachBatch(t *testing.T) {
+	s, w := start(t, "?quiet=1s", 0)
+	var batches [][]any
+	s.Fold(func(b []any) []any {
+		batches = append(batches, append([]any(nil), b...))
+		return b[len(b)-1:]
+	})
+	s.Send(1, false)
+	s.Send(2, false)
+	s.Send(3, true)
+	if w.Body.Len() != 0 {
+		t.Fatalf("written before the flush: %q", w.Body.String())
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	s.Send(4, false)
+	s.Flush()
+	// A batch of one is not folded.
+	if w.Body.String() != "3\n4\n" || len(batches) != 1 || len(batches[0]) != 3 {
+		t.Errorf("body %q after folding %v; want the last of the first batch, then 4", w.Body.String(), batches)
+	}
+
+	// Without a hold nothing is batched, so nothing is folded.
+	s0, w0 := start(t, "", 0)
+	s0.Fold(func([]any) []any { t.Error("folded without a hold"); return nil })
+	s0.Send(1, false)
+	s0.Send(2, false)
+	if w0.Body.String() != "1\n2\n" {
+		t.Errorf("body %q, want both", w0.Body.String())
+	}
+}
