@@ -121,9 +121,11 @@ func (m *Member) serveHealth(w http.ResponseWriter, r *http.Request) {
 // heartbeats, each reported twice. ?quiet=D (eventstream) lets a steady
 // cluster's traffic (Event.Routine) wait for the next multiple of D, and
 // writes each pair's heartbeats held meanwhile as the last of them
-// (Event.Beats, foldBeats); without it, events wait up to 50 ms, so that a
-// heartbeat round (or a busy second, a few hundred events) reaches a
-// reader in a few writes, every one of them.
+// (Event.Beats, foldBeats); with ?status=flush as well, each flush ends
+// with the member's status (EventStatus), so that a reader sees what the
+// batch did to it without asking. Without ?quiet=, events wait up to
+// 50 ms, so that a heartbeat round (or a busy second, a few hundred
+// events) reaches a reader in a few writes, every one of them.
 func (m *Member) serveEvents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	since, _ := strconv.ParseUint(q.Get("since"), 10, 64)
@@ -134,7 +136,15 @@ func (m *Member) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	defer stream.Close()
 	if q.Has("quiet") {
-		stream.Fold(foldBeats)
+		withStatus := q.Get("status") == "flush"
+		stream.Fold(func(batch []any) []any {
+			batch = foldBeats(batch)
+			if withStatus {
+				st := m.Status()
+				batch = append(batch, Event{Time: time.Now(), Member: m.cfg.Name, Kind: EventStatus, Status: &st})
+			}
+			return batch
+		})
 	}
 	skip := func(e Event) bool { return sentBeatsOnly && e.Kind == EventRecv && e.Heartbeat() }
 	past, c, cancel := m.events.subscribe(since)

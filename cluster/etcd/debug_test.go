@@ -335,3 +335,42 @@ func TestEventStreamFoldsHeartbeats(t *testing.T) {
 		}
 	}
 }
+
+// With ?status=flush, each flush of a held stream ends with the member's
+// status, unnumbered, after the events it follows.
+func TestEventStreamEndsFlushesWithStatus(t *testing.T) {
+	c := etcdtest.New(t, 3, nil)
+	lead := c.WaitLeader(5 * time.Second)
+	resp, err := http.Get(c.Peers[lead].PeerURL + "/debug/klab/events?beats=sent&quiet=250ms&status=flush&since=18446744073709551615")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	statuses, events := 0, 0
+	for statuses < 3 && sc.Scan() {
+		var e etcd.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Kind != etcd.EventStatus {
+			if e.Status != nil {
+				t.Errorf("a %s event carries a status", e.Kind)
+			}
+			events++
+			continue
+		}
+		if e.Status == nil || e.Seq != 0 || e.Status.State != "StateLeader" || e.Status.Name != c.Peers[lead].Name {
+			t.Fatalf("status event %+v; want the leader's status, unnumbered", e)
+		}
+		if events == 0 {
+			t.Errorf("a status with no event before it in its flush")
+		}
+		statuses++
+		events = 0
+	}
+	if statuses < 3 {
+		t.Fatalf("the stream ended after %d statuses: %v", statuses, sc.Err())
+	}
+}

@@ -22,6 +22,9 @@ const (
 	EventSnapshot    = "snapshot"  // a snapshot was created, sent or installed
 	EventClock       = "clock"     // the raft clock was paused, resumed, stepped or re-timed
 	EventLifecycle   = "lifecycle" // the member started, stopped, paused or resumed
+	// EventStatus carries the member's status as a stream flushes
+	// (?status=flush): it is not numbered, and not kept in the ring.
+	EventStatus = "status"
 )
 
 // Event is one thing that happened inside a member, as the UI draws it.
@@ -48,6 +51,8 @@ type Event struct {
 	// or stepped since the stream's last flush. The stream writes only the
 	// last of them; the others count in the next event's Skipped.
 	Beats int `json:"beats,omitempty"`
+	// Status is set on a status event (EventStatus).
+	Status *Status `json:"status,omitempty"`
 }
 
 // Count is how many messages e stands for: its Beats, or one.

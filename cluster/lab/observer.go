@@ -21,9 +21,11 @@ import (
 // status (/debug/klab/status) over HTTP, as any other process could, and
 // merges what they report into one ordered stream of typed observations.
 //
-// A member's status is fetched again when the member reports an event
-// that changes it (eventTier), so the picture follows raft as it happens
-// without a busy poll. A slower fallback poll notices members that died (a
+// Each flush of a member's stream ends with its status (?status=flush),
+// so that a steady member is not asked for it at all; a member's status
+// is fetched again when the member reports an event that changes it
+// (eventTier), so the picture follows raft as it happens without a busy
+// poll. A slower fallback poll notices members that died (a
 // dead member sends no events); a follower that stops hearing heartbeats
 // is read once per tick, so that its election timer can be drawn as it
 // fills. A steady cluster's heartbeats change nothing in a status but the
@@ -172,6 +174,11 @@ type Observer struct {
 	// heard holds, per member, when (UnixNano) it last stepped a message
 	// from a leader: a heartbeat or an append.
 	heard map[string]*atomic.Int64
+	// streamed hands the poller, per member, the latest status its stream
+	// ended a flush with: a status it need not read.
+	streamed map[string]chan etcd.Status
+	// reads counts the statuses read over HTTP (for tests).
+	reads atomic.Int64
 
 	// beat is the RoutineBeat or CalmBeat (SetBeat); streamMu guards
 	// restreams, which ends each member's current stream when it changes.
@@ -201,7 +208,9 @@ func NewObserver(members []MemberInfo, opts ObserverOptions) *Observer {
 	o.restreams = map[string]context.CancelFunc{}
 	o.replicated = map[string]chan struct{}{}
 	o.replicating = map[string]*atomic.Bool{}
+	o.streamed = map[string]chan etcd.Status{}
 	for _, m := range members {
+		o.streamed[m.Name] = make(chan etcd.Status, 1)
 		o.refresh[m.Name] = make(chan struct{}, 1)
 		o.replicated[m.Name] = make(chan struct{}, 1)
 		o.replicating[m.Name] = new(atomic.Bool)
@@ -333,6 +342,16 @@ func (o *Observer) pollStatus(ctx context.Context, m MemberInfo) {
 		case <-o.replicated[m.Name]:
 			want(onBeat(fetched.Add(replicationGap), o.Beat()))
 			continue
+		case st := <-o.streamed[m.Name]:
+			// The stream's flush brought the status after what the
+			// batch did: it stands for a read, and for the reads that
+			// the batch's replication asked for.
+			o.replicating[m.Name].Store(false)
+			fetched, wanted, reachable, last = time.Now(), false, true, st
+			o.emit(ctx, m.Name, func(h Observed) Observation { return &StatusObservation{Observed: h, Status: st} })
+			due = nextLook(reachable, last, time.Unix(0, o.heard[m.Name].Load()), fetched, fetched, o.Beat())
+			timer.Reset(time.Until(due))
+			continue
 		case now := <-timer.C:
 			// The look may find a steady follower whose heartbeats
 			// moved its deadline on: look again then.
@@ -343,6 +362,7 @@ func (o *Observer) pollStatus(ctx context.Context, m MemberInfo) {
 			}
 		}
 		o.replicating[m.Name].Store(false)
+		o.reads.Add(1)
 		st, err := FetchStatus(ctx, statusClient, m.DebugURL)
 		fetched, wanted = time.Now(), false
 		if ctx.Err() != nil {
@@ -484,6 +504,23 @@ func (c *eventCursor) accept(e etcd.Event) (ok bool, lost uint64) {
 	return true, lost
 }
 
+// handStatus gives the poller the status a stream's flush ended with,
+// in place of one it has not taken yet.
+func (o *Observer) handStatus(member string, st etcd.Status) {
+	c := o.streamed[member]
+	for {
+		select {
+		case c <- st:
+			return
+		default:
+		}
+		select {
+		case <-c:
+		default:
+		}
+	}
+}
+
 // followEvents reads a member's event stream, reconnecting whenever it
 // ends, until ctx ends.
 func (o *Observer) followEvents(ctx context.Context, m MemberInfo) {
@@ -543,7 +580,7 @@ func (o *Observer) readEvents(ctx context.Context, m MemberInfo, cur *eventCurso
 	// cursor drops what was already delivered, and keeps what a restarted
 	// member reported before the stream reconnected.
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-		fmt.Sprintf("%s/events?since=%d&beats=sent&quiet=%s", m.DebugURL, since, beat), nil)
+		fmt.Sprintf("%s/events?since=%d&beats=sent&quiet=%s&status=flush", m.DebugURL, since, beat), nil)
 	if err != nil {
 		return false, err
 	}
@@ -561,6 +598,12 @@ func (o *Observer) readEvents(ctx context.Context, m MemberInfo, cur *eventCurso
 		var e etcd.Event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			return got, fmt.Errorf("GET %s: decode event: %w", req.URL, err)
+		}
+		if e.Kind == etcd.EventStatus {
+			if e.Status != nil {
+				o.handStatus(m.Name, *e.Status)
+			}
+			continue
 		}
 		ok, lost := cur.accept(e)
 		if !ok {

@@ -139,6 +139,44 @@ func TestObserverFollowsRealCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("statuses ride on the streams", func(t *testing.T) {
+		o.SetBeat(CalmBeat)
+		defer o.SetBeat(RoutineBeat)
+		// Past the first flush at the new beat, which also ends the
+		// reads the streams' reopening asked for.
+		settle := time.Now().Truncate(CalmBeat).Add(2 * CalmBeat)
+		end := settle.Add(3 * CalmBeat)
+		var reads int64
+		statuses := map[string]int{}
+		for time.Now().Before(end) {
+			if reads == 0 && !time.Now().Before(settle) {
+				reads = o.reads.Load()
+			}
+			var ob Observation
+			select {
+			case ob = <-obs:
+			case <-time.After(time.Until(end)):
+				continue
+			}
+			seq = ob.Header().Seq
+			if st, ok := ob.(*StatusObservation); ok && ob.Header().At.After(settle) {
+				statuses[st.Member]++
+			}
+		}
+		read := o.reads.Load() - reads
+		// A status a second from each member's flushes, and none read
+		// over HTTP: the steady members' polls and the reads that
+		// replication asks for are all answered by the streams.
+		for _, p := range c.Peers {
+			if statuses[p.Name] < 2 {
+				t.Errorf("%d statuses of %s in 3 s at the calm beat, want about 3", statuses[p.Name], p.Name)
+			}
+		}
+		if read > 1 {
+			t.Errorf("%d statuses read over HTTP in 3 s of a steady cluster, want none (or one, at an edge)", read)
+		}
+	})
+
 	victim := (leader + 1) % 3
 	victimName := c.Peers[victim].Name
 	t.Run("notices a killed member", func(t *testing.T) {

@@ -44,8 +44,9 @@ type Stream struct {
 }
 
 // Fold has f rewrite each batch before it is written: it returns the
-// values to write, in order, and may reuse the slice it is given. It
-// applies only to a stream with a hold: without one, nothing is batched.
+// values to write, in order, and may reuse or append to the slice it is
+// given. It applies only to a stream with a hold (without one, nothing is
+// batched), and only to a batch of at least one value.
 func (s *Stream) Fold(f func([]any) []any) { s.fold = f }
 
 // Start begins a stream on w, its hold read from r's ?quiet= or, without
@@ -101,7 +102,7 @@ func (s *Stream) Flush() error {
 	s.due = time.Time{}
 	s.timer.Stop()
 	batch := s.waiting
-	if s.fold != nil && len(batch) > 1 {
+	if s.fold != nil && len(batch) > 0 {
 		batch = s.fold(batch)
 	}
 	for _, v := range batch {
