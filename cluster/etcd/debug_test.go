@@ -197,6 +197,41 @@ func TestHealthFollowsLeadership(t *testing.T) {
 	}
 }
 
+// arrival is an event read from a stream, and when it was read.
+type arrival struct {
+	at time.Time
+	e  etcd.Event
+}
+
+// arrivals reads the event stream at url until the test ends.
+func arrivals(t *testing.T, url string) <-chan arrival {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); resp.Body.Close() })
+	lines := make(chan arrival, 4096)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+		for sc.Scan() {
+			var e etcd.Event
+			if json.Unmarshal(sc.Bytes(), &e) != nil {
+				continue
+			}
+			select {
+			case lines <- arrival{time.Now(), e}:
+			case <-done:
+				return
+			}
+		}
+	}()
+	return lines
+}
+
 // With ?quiet=, a steady cluster's traffic waits on the member until the
 // next multiple of the quiet interval, and news (here a clock change) goes out at once,
 // taking the waiting traffic with it.
@@ -221,27 +256,8 @@ func TestEventStreamHoldsRoutineTraffic(t *testing.T) {
 	time.Sleep(time.Until(time.Now().Truncate(2 * time.Second).Add(2*time.Second + 20*time.Millisecond)))
 	// No replay (since = the largest sequence number): only what the
 	// leader does from now on, heartbeats ten times a second.
-	resp, err := http.Get(url + "?beats=sent&quiet=2s&since=18446744073709551615")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	lines := arrivals(t, url+"?beats=sent&quiet=2s&since=18446744073709551615")
 	connected := time.Now()
-	type arrival struct {
-		at time.Time
-		e  etcd.Event
-	}
-	lines := make(chan arrival, 1024)
-	go func() {
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			var e etcd.Event
-			if json.Unmarshal(sc.Bytes(), &e) == nil {
-				lines <- arrival{time.Now(), e}
-			}
-		}
-		close(lines)
-	}()
 
 	time.Sleep(500 * time.Millisecond)
 	posted := time.Now()
@@ -276,26 +292,7 @@ func TestEventStreamHoldsRoutineTraffic(t *testing.T) {
 func TestEventStreamFoldsHeartbeats(t *testing.T) {
 	c := etcdtest.New(t, 3, nil)
 	lead := c.WaitLeader(5 * time.Second)
-	resp, err := http.Get(c.Peers[lead].PeerURL + "/debug/klab/events?beats=sent&quiet=500ms&since=18446744073709551615")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	type arrival struct {
-		at time.Time
-		e  etcd.Event
-	}
-	lines := make(chan arrival, 4096)
-	go func() {
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			var e etcd.Event
-			if json.Unmarshal(sc.Bytes(), &e) == nil {
-				lines <- arrival{time.Now(), e}
-			}
-		}
-		close(lines)
-	}()
+	lines := arrivals(t, c.Peers[lead].PeerURL+"/debug/klab/events?beats=sent&quiet=500ms&since=18446744073709551615")
 
 	const beat = 500 * time.Millisecond
 	start := time.Now().Truncate(beat).Add(beat)
