@@ -289,17 +289,25 @@ func (o *Observer) Run(ctx context.Context) error {
 }
 
 // emit numbers an observation built by build and hands it to the reader,
-// waiting while the buffer is full. It reports false when ctx ended first.
+// waiting while the buffer is full. It reports false when ctx ended
+// before there was room; the number is then not used, so that Seq has no
+// gap for an observation never delivered.
 func (o *Observer) emit(ctx context.Context, member string, build func(Observed) Observation) bool {
 	o.emitMu.Lock()
 	defer o.emitMu.Unlock()
-	o.seq++
-	obs := build(Observed{Seq: o.seq, Member: member, At: time.Now()})
+	obs := build(Observed{Seq: o.seq + 1, Member: member, At: time.Now()})
+	// Room in the buffer wins over an ended ctx: a select of both ready
+	// picks either.
 	select {
 	case o.out <- obs:
-	case <-ctx.Done():
-		return false
+	default:
+		select {
+		case o.out <- obs:
+		case <-ctx.Done():
+			return false
+		}
 	}
+	o.seq++
 	if !Routine(obs) {
 		select {
 		case o.news <- struct{}{}:
@@ -610,14 +618,17 @@ func (o *Observer) readEvents(ctx context.Context, m MemberInfo, cur *eventCurso
 			continue
 		}
 		got = true
+		// What was read is delivered even when SetBeat ends the stream
+		// meanwhile: the cursor has moved past it. Only the Observer's
+		// own end stops it.
 		if lost > 0 {
-			o.emit(ctx, m.Name, func(h Observed) Observation { return &GapObservation{Observed: h, Lost: lost} })
+			o.emit(parent, m.Name, func(h Observed) Observation { return &GapObservation{Observed: h, Lost: lost} })
 		}
 		if e.HeardLeader() {
 			o.heard[m.Name].Store(e.Time.UnixNano())
 		}
-		if !o.emit(ctx, m.Name, func(h Observed) Observation { return &EventObservation{Observed: h, Event: e} }) {
-			return got, ctx.Err()
+		if !o.emit(parent, m.Name, func(h Observed) Observation { return &EventObservation{Observed: h, Event: e} }) {
+			return got, parent.Err()
 		}
 		switch eventTier(e) {
 		case tierNow:

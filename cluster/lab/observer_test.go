@@ -338,3 +338,35 @@ func TestRoutine(t *testing.T) {
 		}
 	}
 }
+
+// An ended context does not lose an observation there is room for, and
+// one that cannot be delivered leaves no gap in Seq.
+func TestEmitNumbersOnlyWhatIsDelivered(t *testing.T) {
+	o := NewObserver(nil, ObserverOptions{})
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	gap := func(h Observed) Observation { return &GapObservation{Observed: h, Lost: 1} }
+	for i := range 50 {
+		if !o.emit(ended, "m1", gap) {
+			t.Fatalf("emit %d dropped with room in the buffer", i)
+		}
+	}
+	for len(o.out) < cap(o.out) {
+		o.emit(context.Background(), "m1", gap)
+	}
+	if o.emit(ended, "m1", gap) {
+		t.Fatal("emit into a full buffer with its context ended reported delivery")
+	}
+	var last uint64
+	for len(o.out) > 0 {
+		h := (<-o.out).Header()
+		if h.Seq != last+1 {
+			t.Fatalf("seq %d follows %d", h.Seq, last)
+		}
+		last = h.Seq
+	}
+	o.emit(context.Background(), "m1", gap)
+	if h := (<-o.out).Header(); h.Seq != last+1 {
+		t.Errorf("after an observation not delivered, seq %d follows %d", h.Seq, last)
+	}
+}
