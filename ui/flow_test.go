@@ -2,13 +2,19 @@ package ui
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/charmbracelet/x/exp/teatest"
 
+	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/cluster/lab"
 	"github.com/klab-dev/klab/ui/internal/uitest"
 )
 
@@ -25,11 +31,33 @@ type flow struct {
 	start      time.Time
 }
 
-// newFlow runs m on a terminal of width×height. Should the test end
-// before the program does (a failed wait leaves it and its cluster
-// running), Ctrl-C stops the cluster keeping its data, then cleanup stops
-// whatever the program left, as Run does.
-func newFlow(t *testing.T, m *Model, width, height int) *flow {
+// flowOptions gives a flow test its own KLAB_HOME and a cluster name of
+// its own (another run on the machine gets other loopback addresses), and
+// Options as Run prepares them (embedded lessons, progress) after tune
+// sets what the test needs.
+func flowOptions(t *testing.T, prefix string, tune func(name string, o *Options)) (string, Options) {
+	t.Helper()
+	testHome(t)
+	name := fmt.Sprintf("%s-%d", prefix, os.Getpid())
+	spec := lab.DefaultSpec()
+	spec.Name, spec.NoFsync = name, true
+	opts := Options{Spec: spec}
+	tune(name, &opts)
+	if err := opts.prepare(); err != nil {
+		t.Fatal(err)
+	}
+	return name, opts
+}
+
+// newFlow runs the TUI with opts, in English, on a terminal of
+// width×height. Should the test end before the program does (a failed
+// wait leaves it and its cluster running), Ctrl-C stops the cluster
+// keeping its data, then cleanup stops whatever the program left, as Run
+// does.
+func newFlow(t *testing.T, opts Options, width, height int) *flow {
+	c := uitest.Setup(t, i18n.English)
+	m := NewModel(context.Background(), c, opts, slog.New(slog.DiscardHandler))
+	m.savePrefs = false
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(width, height))
 	f := &flow{t: t, tm: tm, start: time.Now()}
 	f.out = io.TeeReader(tm.Output(), &f.transcript)

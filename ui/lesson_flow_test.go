@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,7 +13,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/lab"
 	"github.com/klab-dev/klab/lessons"
 	"github.com/klab-dev/klab/ui/internal/uitest"
@@ -65,19 +62,7 @@ func TestLessonFlow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a local cluster")
 	}
-	testHome(t)
-	// A name of its own: another run of this test on the machine gets
-	// other loopback addresses.
-	name := fmt.Sprintf("lesson-%d", os.Getpid())
-	c := uitest.Setup(t, i18n.English)
-	spec := lab.DefaultSpec()
-	spec.Name, spec.NoFsync = name, true
-	// The embedded lessons and the progress file in KLAB_HOME, as Run
-	// prepares them.
-	opts := Options{Spec: spec, Run: memberListRunner(t, name)}
-	if err := opts.prepare(); err != nil {
-		t.Fatal(err)
-	}
+	name, opts := flowOptions(t, "lesson", func(name string, o *Options) { o.Run = memberListRunner(t, name) })
 	if opts.Progress == nil {
 		t.Fatal("no progress opened in KLAB_HOME")
 	}
@@ -93,12 +78,10 @@ func TestLessonFlow(t *testing.T) {
 	}
 	steps := len(lesson.Steps)
 
-	m := NewModel(context.Background(), c, opts, slog.New(slog.DiscardHandler))
-	m.savePrefs = false
 	// Wide enough for the lesson's title in the pane and etcdctl's lines
 	// in the command's output.
 	const width, height = 160, 48
-	f := newFlow(t, m, width, height)
+	f := newFlow(t, opts, width, height)
 	tm := f.tm
 	waitFor, press, transcript := f.waitFor, f.press, &f.transcript
 

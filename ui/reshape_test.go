@@ -1,16 +1,11 @@
 package ui
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/lab"
-	"github.com/klab-dev/klab/ui/internal/uitest"
 )
 
 // TestReshapeFlow follows the quorum lesson from a step on three members
@@ -21,23 +16,13 @@ func TestReshapeFlow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two local clusters")
 	}
-	testHome(t)
-	name := fmt.Sprintf("reshape-%d", os.Getpid())
-	c := uitest.Setup(t, i18n.English)
-	spec := lab.DefaultSpec()
-	spec.Name, spec.NoFsync = name, true
-	opts := Options{Spec: spec, Lesson: "quorum/heal"}
-	if err := opts.prepare(); err != nil {
-		t.Fatal(err)
-	}
+	name, opts := flowOptions(t, "reshape", func(_ string, o *Options) { o.Lesson = "quorum/heal" })
 	l := opts.lesson
 	two, at := l.Step("two-members")
 	if two == nil || at != opts.step+1 || two.Cluster == nil || two.Cluster.Masters != 2 {
 		t.Fatalf("the quorum lesson no longer has heal followed by two-members on 2 masters")
 	}
-	m := NewModel(context.Background(), c, opts, slog.New(slog.DiscardHandler))
-	m.savePrefs = false
-	f := newFlow(t, m, 120, 40)
+	f := newFlow(t, opts, 120, 40)
 
 	f.waitFor("the lesson's cluster of 3 masters", 0, 90*time.Second,
 		allOf("Starting cluster "+name+" with 3 masters", "Step "+fmt.Sprint(opts.step+1), "★ leader master-"))
