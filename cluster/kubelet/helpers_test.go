@@ -22,7 +22,7 @@ import (
 	"github.com/klab-dev/klab/cluster/etcd/etcdtest"
 	"github.com/klab-dev/klab/cluster/kubelet/cri"
 	"github.com/klab-dev/klab/cluster/kubelet/cri/critest"
-	"github.com/klab-dev/klab/cluster/lab/pki"
+	"github.com/klab-dev/klab/cluster/pki"
 	"github.com/klab-dev/klab/cluster/timing"
 )
 

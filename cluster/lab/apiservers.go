@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"github.com/klab-dev/klab/cluster/apiserver/auth"
-	"github.com/klab-dev/klab/cluster/lab/pki"
+	"github.com/klab-dev/klab/cluster/pki"
 	"github.com/klab-dev/klab/cluster/runtime"
 )
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/klab-dev/klab/assets/i18n"
-	"github.com/klab-dev/klab/cluster/lab/pki"
+	"github.com/klab-dev/klab/cluster/pki"
 	"github.com/klab-dev/klab/cluster/runtime"
 	"github.com/klab-dev/klab/cluster/runtime/docker"
 	"github.com/klab-dev/klab/cluster/runtime/local"

@@ -12,7 +12,7 @@ import (
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/apiserver/auth"
-	"github.com/klab-dev/klab/cluster/lab/pki"
+	"github.com/klab-dev/klab/cluster/pki"
 	"github.com/klab-dev/klab/cluster/proxy"
 	"github.com/klab-dev/klab/cluster/proxy/proxier"
 	"github.com/klab-dev/klab/cluster/runtime"

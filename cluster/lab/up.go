@@ -18,7 +18,7 @@ import (
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/etcd"
-	"github.com/klab-dev/klab/cluster/lab/pki"
+	"github.com/klab-dev/klab/cluster/pki"
 	"github.com/klab-dev/klab/cluster/runtime"
 )
 

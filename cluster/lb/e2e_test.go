@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/klab-dev/klab/cluster/apiserver/auth"
-	"github.com/klab-dev/klab/cluster/lab/pki"
+	"github.com/klab-dev/klab/cluster/pki"
 )
 
 // TestThroughBalancerWithClusterPKI puts the pieces together as a cluster

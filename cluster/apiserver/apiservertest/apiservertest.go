@@ -16,7 +16,7 @@ import (
 	"github.com/klab-dev/klab/cluster/apiserver"
 	"github.com/klab-dev/klab/cluster/apiserver/auth"
 	"github.com/klab-dev/klab/cluster/etcd/etcdtest"
-	"github.com/klab-dev/klab/cluster/lab/pki"
+	"github.com/klab-dev/klab/cluster/pki"
 )
 
 // Cluster is an etcd cluster with API servers in front of it.

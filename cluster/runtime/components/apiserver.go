@@ -12,7 +12,7 @@ import (
 
 	"github.com/klab-dev/klab/cluster/apiserver"
 	"github.com/klab-dev/klab/cluster/apiserver/auth"
-	"github.com/klab-dev/klab/cluster/lab/pki"
+	"github.com/klab-dev/klab/cluster/pki"
 	"github.com/klab-dev/klab/cluster/runtime"
 )
 

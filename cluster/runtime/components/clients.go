@@ -8,7 +8,7 @@ import (
 
 	"github.com/klab-dev/klab/cluster/apiserver/auth"
 	"github.com/klab-dev/klab/cluster/controller"
-	"github.com/klab-dev/klab/cluster/lab/pki"
+	"github.com/klab-dev/klab/cluster/pki"
 	"github.com/klab-dev/klab/cluster/runtime"
 	"github.com/klab-dev/klab/cluster/scheduler"
 	"github.com/klab-dev/klab/cluster/scheduler/plugins"

@@ -13,7 +13,7 @@ import (
 
 	"github.com/klab-dev/klab/cluster/apiserver/auth"
 	"github.com/klab-dev/klab/cluster/kubelet/cri/critest"
-	"github.com/klab-dev/klab/cluster/lab/pki"
+	"github.com/klab-dev/klab/cluster/pki"
 	"github.com/klab-dev/klab/cluster/runtime"
 )
 

@@ -5,8 +5,8 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/klab-dev/klab/cluster/lab/pki"
 	"github.com/klab-dev/klab/cluster/lb"
+	"github.com/klab-dev/klab/cluster/pki"
 	"github.com/klab-dev/klab/cluster/runtime"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/volume"
 
-	"github.com/klab-dev/klab/cluster/lab/pki"
+	"github.com/klab-dev/klab/cluster/pki"
 	"github.com/klab-dev/klab/cluster/runtime"
 	"github.com/klab-dev/klab/cluster/runtime/docker/labels"
 )
