@@ -383,13 +383,13 @@ func (c *Cluster) startMembers(ctx context.Context, nodes []runtime.Node) error 
 		peers[i] = etcd.Peer{Name: m.Name, PeerURL: m.PeerURL, ClientURL: nodes[i].URL("etcd-client")}
 	}
 	for i, m := range c.members {
-		cfg := etcd.Config{
-			Name:           m.Name,
-			ClusterToken:   c.token(),
-			InitialCluster: peers,
-			ClientListen:   fmt.Sprintf("%s:%d", nodes[i].Host, nodes[i].Ports["etcd-client"]),
-			PeerListen:     fmt.Sprintf("%s:%d", nodes[i].Host, nodes[i].Ports["etcd-peer"]),
-			NoFsync:        c.spec.NoFsync,
+		cfg := runtime.EtcdSpec{
+			Name:                m.Name,
+			InitialClusterToken: c.token(),
+			InitialCluster:      peers,
+			ListenClient:        fmt.Sprintf("%s:%d", nodes[i].Host, nodes[i].Ports["etcd-client"]),
+			ListenPeer:          fmt.Sprintf("%s:%d", nodes[i].Host, nodes[i].Ports["etcd-peer"]),
+			UnsafeNoFsync:       c.spec.NoFsync,
 		}
 		if err := c.rt.CreateComponent(ctx, runtime.ComponentSpec{Ref: m.Ref(), Etcd: &cfg}); err != nil {
 			return err

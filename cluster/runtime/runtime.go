@@ -6,8 +6,14 @@
 // the network between them, and removes everything it made. It knows nothing
 // about what the components do; cluster/lab decides what to run and in what
 // order. Two runtimes implement it: local (every component inside the klab
-// process, each on its own loopback address) and, later, docker (one
-// container per component, sharing its node's network namespace).
+// process, each on its own loopback address) and docker (one container per
+// component, sharing its node's network namespace).
+//
+// Every component starts from one typed spec (EtcdSpec, APIServerSpec, ...),
+// the same in both runtimes: the local runtime hands it to package
+// components in-process, the Docker runtime passes its JSON to `klab
+// component <name> --spec` in a container, which hands it to the same
+// package.
 //
 // A Runtime instance belongs to one cluster; it is created for that cluster
 // and its Remove deletes that cluster's objects only.
@@ -147,9 +153,9 @@ func (n Node) URL(port string) string {
 // fields is set, naming what runs.
 type ComponentSpec struct {
 	Ref Ref
-	// Etcd is the member's configuration. The runtime fills in what belongs
-	// to it: the data dir (when empty), the fault table and the logger.
-	Etcd *etcd.Config
+	// Etcd runs an etcd member. The runtime fills in the data dir when it
+	// is empty.
+	Etcd *EtcdSpec
 	// APIServer runs a kube-apiserver.
 	APIServer *APIServerSpec
 	// LB runs the load balancer in front of the API servers.
@@ -164,6 +170,62 @@ type ComponentSpec struct {
 	KubeProxy *KubeProxySpec
 }
 
+// Validate checks that the spec names exactly one thing to run.
+func (s ComponentSpec) Validate() error {
+	set := 0
+	for _, present := range []bool{s.Etcd != nil, s.APIServer != nil, s.LB != nil, s.Scheduler != nil, s.ControllerManager != nil, s.Kubelet != nil, s.KubeProxy != nil} {
+		if present {
+			set++
+		}
+	}
+	if set != 1 {
+		return fmt.Errorf("component %s: the spec must name exactly one thing to run, not %d", s.Ref, set)
+	}
+	return nil
+}
+
+// ServeAddr returns the host:port the component serves on, which a runtime
+// waits for when it starts it: an etcd member's client address, the debug
+// endpoint of a scheduler or controller manager (they serve nothing else),
+// every other component's listen address.
+func (s ComponentSpec) ServeAddr() string {
+	switch {
+	case s.Etcd != nil:
+		return s.Etcd.ListenClient
+	case s.APIServer != nil:
+		return s.APIServer.Listen
+	case s.LB != nil:
+		return s.LB.Listen
+	case s.Scheduler != nil:
+		return s.Scheduler.DebugListen
+	case s.ControllerManager != nil:
+		return s.ControllerManager.DebugListen
+	case s.Kubelet != nil:
+		return s.Kubelet.Listen
+	case s.KubeProxy != nil:
+		return s.KubeProxy.Listen
+	}
+	return ""
+}
+
+// ServePort returns the port of ServeAddr, or 0 when the component serves
+// on none.
+func (s ComponentSpec) ServePort() (int, error) {
+	addr := s.ServeAddr()
+	if addr == "" {
+		return 0, nil
+	}
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0, fmt.Errorf("component %s: listen address %q: %w", s.Ref, addr, err)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port <= 0 || port > 65535 {
+		return 0, fmt.Errorf("component %s: listen address %q has no valid port", s.Ref, addr)
+	}
+	return port, nil
+}
+
 // RestartsOnFailure reports whether the runtime restarts the component
 // when it exits by itself with an error, as a kubelet restarts a static
 // pod's container and Docker's on-failure policy restarts a container: the
@@ -172,6 +234,51 @@ type ComponentSpec struct {
 // deadline). A component stopped or killed on purpose stays down.
 func (s ComponentSpec) RestartsOnFailure() bool {
 	return s.Scheduler != nil || s.ControllerManager != nil
+}
+
+// EtcdSpec describes an etcd member. Its fields are etcd's own settings,
+// named as in etcd's configuration file (--name, --data-dir,
+// --initial-cluster, ...), in the JSON style of the other specs; the
+// listen addresses are host:port rather than URLs, because a member listens
+// on exactly one address of each kind.
+type EtcdSpec struct {
+	// Name is the member's name, its node's ("master-1").
+	Name string `json:"name"`
+	// DataDir holds the member's data (member.db): --data-dir. A runtime
+	// fills it in when empty: the node's etcd volume in Docker, the node's
+	// directory in the local runtime.
+	DataDir string `json:"dataDir,omitempty"`
+	// InitialCluster lists every member the cluster starts with, this one
+	// included, each with its peer URL (--initial-cluster) and client URL
+	// (--advertise-client-urls of that member). This member's client URL
+	// defaults to http://<ListenClient>.
+	InitialCluster []etcd.Peer `json:"initialCluster"`
+	// InitialClusterToken, with the members, determines the cluster ID:
+	// --initial-cluster-token.
+	InitialClusterToken string `json:"initialClusterToken"`
+	// Join means the member joins a running cluster that added it with
+	// MemberAdd (--initial-cluster-state=existing) instead of bootstrapping
+	// one.
+	Join bool `json:"join,omitempty"`
+	// ListenClient serves the etcd v3 gRPC API to clients; ListenPeer
+	// carries raft traffic between members and /debug/klab; ListenDebug,
+	// if set, serves /debug/klab alone as well.
+	ListenClient string `json:"listenClient"`
+	ListenPeer   string `json:"listenPeer"`
+	ListenDebug  string `json:"listenDebug,omitempty"`
+	// HeartbeatInterval is the time between heartbeats, which is also the
+	// raft tick, and ElectionTimeout the election timeout, both in
+	// milliseconds as etcd takes them; zero means etcd's defaults (100,
+	// 1000). The election timeout must be at least five heartbeats.
+	HeartbeatInterval int `json:"heartbeatInterval,omitempty"`
+	ElectionTimeout   int `json:"electionTimeout,omitempty"`
+	// SnapshotCount is how many applied entries trigger a snapshot; zero
+	// means etcd's default.
+	SnapshotCount uint64 `json:"snapshotCount,omitempty"`
+	// UnsafeNoFsync turns fsync off, for demos: unsafe on power loss.
+	UnsafeNoFsync bool `json:"unsafeNoFsync,omitempty"`
+	// MaxRequestBytes caps one client request; zero means etcd's default.
+	MaxRequestBytes int `json:"maxRequestBytes,omitempty"`
 }
 
 // ClientSpec is what every client of the API server needs: where it is,

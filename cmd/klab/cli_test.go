@@ -63,7 +63,7 @@ func TestUsageErrors(t *testing.T) {
 		{"chaos on a stopped cluster", []string{"chaos", "kill", "leader", "--name", "ghost"}, []string{`cluster "ghost" is not running`}},
 		{"etcdctl on nothing", []string{"etcdctl", "--name", "ghost", "get", "x"}, []string{`there is no cluster "ghost"`}},
 		{"etcdctl bad name", []string{"etcdctl", "--name=../x", "get", "x"}, []string{"is not valid"}},
-		{"component etcd without flags", []string{"component", "etcd"}, []string{"--name is required"}},
+		{"component etcd without --node", []string{"component", "etcd"}, []string{"--node is required"}},
 		{"clock step not a number", []string{"clock", "step", "many"}, []string{`step takes a number of ticks from 1 to 1000, not "many"`}},
 		{"clock speed too slow", []string{"clock", "speed", "1000"}, []string{`speed takes a slowdown from 1 to 100`}},
 		{"clock of nothing", []string{"clock", "pause", "--name", "ghost"}, []string{`there is no cluster "ghost"`}},

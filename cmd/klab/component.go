@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -11,8 +9,6 @@ import (
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/app"
-	"github.com/klab-dev/klab/cluster/etcd"
-	"github.com/klab-dev/klab/cluster/runtime"
 )
 
 // newComponentCmd is the hidden `klab component <role>`: one cluster
@@ -64,46 +60,4 @@ func newComponentAppCmd() *cobra.Command {
 			return nil
 		},
 	}
-}
-
-func newComponentEtcdCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "etcd",
-		Short: i18n.T("component.etcd.short"),
-		Args:  noArgs,
-	}
-	build := runtime.EtcdFlags(cmd.Flags())
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		cfg, err := build()
-		if err != nil {
-			return err
-		}
-		// The member's log is the process's log, on stderr, as a
-		// container's is.
-		cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-		m, err := etcd.NewMember(cfg)
-		if err != nil {
-			return err
-		}
-		ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-		defer stop()
-		if err := m.Start(ctx); err != nil {
-			return i18n.Wrap(err, "component.etcd.err.start", cfg.Name)
-		}
-		fmt.Fprintln(cmd.ErrOrStderr(), i18n.T("component.etcd.serving", m.Name(), fmt.Sprintf("%x", m.ID()), m.ClientURL(), m.PeerURL()))
-		select {
-		case <-ctx.Done():
-			stop()
-			if err := m.Stop(); err != nil {
-				return i18n.Wrap(err, "component.etcd.err.stop", cfg.Name)
-			}
-			return nil
-		case <-m.Done():
-			if err := m.Err(); err != nil {
-				return i18n.Wrap(err, "component.etcd.err.exited", cfg.Name)
-			}
-			return nil
-		}
-	}
-	return cmd
 }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/klab-dev/klab/cluster/apiserver/auth"
+	"github.com/klab-dev/klab/cluster/etcd"
 	"github.com/klab-dev/klab/cluster/kubelet/cri"
 	"github.com/klab-dev/klab/cluster/kubelet/cri/critest"
 	"github.com/klab-dev/klab/cluster/pki"
@@ -55,9 +56,12 @@ func TestComponentEntrypoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	etcdClient, etcdPeer := freeAddr(t), freeAddr(t)
-	etcd := startComponent(t, nil, "etcd", "--name", "master-1", "--data-dir", filepath.Join(dir, "etcd"),
-		"--initial-cluster", "master-1=http://"+etcdPeer, "--listen-client", etcdClient, "--listen-peer", etcdPeer, "--unsafe-no-fsync")
-	etcd.waitLine(t, "etcd member master-1")
+	member := startSpecComponent(t, nil, runtime.ComponentEtcd, "master-1", runtime.EtcdSpec{
+		Name: "master-1", DataDir: filepath.Join(dir, "etcd"), InitialClusterToken: "e2e",
+		InitialCluster: []etcd.Peer{{Name: "master-1", PeerURL: "http://" + etcdPeer}},
+		ListenClient:   etcdClient, ListenPeer: etcdPeer, UnsafeNoFsync: true,
+	})
+	member.waitLine(t, "master-1/etcd running")
 
 	apiAddr := freeAddr(t)
 	api := startSpecComponent(t, nil, runtime.ComponentAPIServer, "master-1", runtime.APIServerSpec{
@@ -111,7 +115,7 @@ func TestComponentEntrypoints(t *testing.T) {
 		waitLeaseHolder(ctx, t, cs, lease, "master-1_")
 	}
 
-	for _, c := range []*componentProcess{kubelet, cm, sched, lb, api, etcd} {
+	for _, c := range []*componentProcess{kubelet, cm, sched, lb, api, member} {
 		if code := c.signal(t, syscall.SIGTERM); code != 0 {
 			t.Errorf("%s exited %d after SIGTERM, want 0\n%s", c.name, code, c.log())
 		}

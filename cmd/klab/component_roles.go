@@ -63,6 +63,19 @@ func noRelease(p components.Process, err error) (components.Process, func(), err
 	return p, nil, err
 }
 
+func newComponentEtcdCmd() *cobra.Command {
+	return specCommand[runtime.EtcdSpec]{
+		name:     runtime.ComponentEtcd,
+		short:    i18n.T("component.etcd.short"),
+		required: []string{"name", "dataDir", "initialCluster", "listenClient", "listenPeer"},
+		start: func(ctx context.Context, node string, spec runtime.EtcdSpec, logger *slog.Logger) (components.Process, func(), error) {
+			// No fault table: in its own process, the member's network is
+			// the real one, cut by the container engine.
+			return noRelease(components.Etcd(ctx, spec, nil, logger))
+		},
+	}.command()
+}
+
 func newComponentAPIServerCmd() *cobra.Command {
 	return specCommand[runtime.APIServerSpec]{
 		name:     runtime.ComponentAPIServer,

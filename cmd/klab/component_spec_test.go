@@ -121,11 +121,13 @@ func kubeletSpecsEqual(a, b runtime.KubeletSpec) bool {
 // listed.
 func TestSpecFieldsMatchJSON(t *testing.T) {
 	specs := map[string]any{
+		runtime.ComponentEtcd:              &runtime.EtcdSpec{},
 		runtime.ComponentAPIServer:         &runtime.APIServerSpec{},
 		runtime.ComponentLB:                &runtime.LBSpec{},
 		runtime.ComponentScheduler:         &runtime.SchedulerSpec{},
 		runtime.ComponentControllerManager: &runtime.ControllerManagerSpec{},
 		runtime.ComponentKubelet:           &runtime.KubeletSpec{},
+		runtime.ComponentKubeProxy:         &runtime.KubeProxySpec{},
 	}
 	for name, spec := range specs {
 		t.Run(name, func(t *testing.T) {

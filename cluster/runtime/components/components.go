@@ -1,16 +1,14 @@
 // Package components starts each cluster component from its runtime spec.
 //
-// It is the one place where a runtime.APIServerSpec becomes a running API
-// server, a runtime.KubeletSpec a running kubelet, and so on: the local
-// runtime calls it for every component it runs inside the klab process, and
-// `klab component <name> --spec <json>` calls it as a container's
-// entrypoint in the Docker runtime. The two differ only in what they hand
-// in: the local runtime gives client components its network gate as their
-// dialer and a kubelet its in-process pods; a container dials the real
-// network and gives a kubelet Docker's pods.
-//
-// etcd members are not here: etcd.NewMember and Member.Start already take
-// the member's whole configuration.
+// It is the one place where a runtime.EtcdSpec becomes a running etcd
+// member, a runtime.APIServerSpec a running API server, a
+// runtime.KubeletSpec a running kubelet, and so on: the local runtime calls
+// it for every component it runs inside the klab process, and `klab
+// component <name> --spec <json>` calls it as a container's entrypoint in
+// the Docker runtime. The two differ only in what they hand in: the local
+// runtime gives an etcd member its fault table, client components its
+// network gate as their dialer and a kubelet its in-process pods; a
+// container dials the real network and gives a kubelet Docker's pods.
 package components
 
 import (

@@ -71,12 +71,12 @@ func TestEtcdCluster(t *testing.T) {
 	for i, node := range nodes {
 		refs[i] = runtime.Ref{Node: node.Name, Component: runtime.ComponentEtcd}
 		endpoints[i] = node.HostAddr("etcd-client")
-		cfg := &etcd.Config{
-			Name: node.Name, ClusterToken: cluster, InitialCluster: peers, NoFsync: true,
-			ClientListen: fmt.Sprintf("%s:%d", node.Host, node.Ports["etcd-client"]),
-			PeerListen:   fmt.Sprintf("%s:%d", node.Host, node.Ports["etcd-peer"]),
+		member := &runtime.EtcdSpec{
+			Name: node.Name, InitialClusterToken: cluster, InitialCluster: peers, UnsafeNoFsync: true,
+			ListenClient: fmt.Sprintf("%s:%d", node.Host, node.Ports["etcd-client"]),
+			ListenPeer:   fmt.Sprintf("%s:%d", node.Host, node.Ports["etcd-peer"]),
 		}
-		if err := r.CreateComponent(ctx, runtime.ComponentSpec{Ref: refs[i], Etcd: cfg}); err != nil {
+		if err := r.CreateComponent(ctx, runtime.ComponentSpec{Ref: refs[i], Etcd: member}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -216,9 +216,9 @@ func TestEtcdCluster(t *testing.T) {
 	// A member that cannot start (its address is not the node's) fails
 	// Start with its exit code and log.
 	bad := runtime.Ref{Node: "master-1", Component: "etcd-broken"}
-	if err := r.CreateComponent(ctx, runtime.ComponentSpec{Ref: bad, Etcd: &etcd.Config{
-		Name: "broken", ClusterToken: "x", InitialCluster: []etcd.Peer{{Name: "broken", PeerURL: "http://10.254.0.1:2390"}},
-		ClientListen: "10.254.0.1:2389", PeerListen: "10.254.0.1:2390",
+	if err := r.CreateComponent(ctx, runtime.ComponentSpec{Ref: bad, Etcd: &runtime.EtcdSpec{
+		Name: "broken", InitialClusterToken: "x", InitialCluster: []etcd.Peer{{Name: "broken", PeerURL: "http://10.254.0.1:2390"}},
+		ListenClient: "10.254.0.1:2389", ListenPeer: "10.254.0.1:2390",
 	}}); err != nil {
 		t.Fatal(err)
 	}

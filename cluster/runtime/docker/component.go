@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
@@ -44,8 +45,8 @@ const (
 
 // CreateComponent creates the component's container, joined to its node's
 // network namespace, without starting it. The container runs `klab
-// component <name>` with the spec: etcd with its flags, the others with
-// --node and the JSON of their spec. A container of the same name, left by
+// component <name> --node <node> --spec <json>` with the JSON of its spec,
+// and is labelled with the port it serves on, which Start waits for. A container of the same name, left by
 // an earlier run (`klab start` creates every component again), is replaced;
 // an etcd member's data is on a volume and stays.
 //
@@ -73,6 +74,10 @@ func (r *Runtime) CreateComponent(ctx context.Context, spec runtime.ComponentSpe
 		nodeCIDR = podCIDR(n.x, node.Labels[labels.Role], index)
 	}
 	run, err := commandFor(spec, nodeCIDR)
+	if err != nil {
+		return fmt.Errorf("create component %s: %w", spec.Ref, err)
+	}
+	port, err := spec.ServePort()
 	if err != nil {
 		return fmt.Errorf("create component %s: %w", spec.Ref, err)
 	}
@@ -106,6 +111,9 @@ func (r *Runtime) CreateComponent(ctx context.Context, spec runtime.ComponentSpe
 			labels.Node:      spec.Ref.Node,
 			labels.Component: spec.Ref.Component,
 		},
+	}
+	if port != 0 {
+		cfg.Labels[labels.ServePort] = strconv.Itoa(port)
 	}
 	switch {
 	case spec.Etcd != nil:
@@ -152,74 +160,64 @@ type componentRun struct {
 	pkiDir string
 }
 
-// commandFor returns the command of the component spec describes, with
-// the runtime's paths in place of the host's.
+// commandFor returns the command of the component spec describes, `klab
+// component <name> --node <node> --spec <json>`, with the runtime's paths
+// in place of the host's.
 func commandFor(spec runtime.ComponentSpec, nodeCIDR string) (componentRun, error) {
-	set := 0
-	for _, present := range []bool{spec.Etcd != nil, spec.APIServer != nil, spec.LB != nil, spec.Scheduler != nil, spec.ControllerManager != nil, spec.Kubelet != nil, spec.KubeProxy != nil} {
-		if present {
-			set++
-		}
-	}
-	if set != 1 {
-		return componentRun{}, fmt.Errorf("the spec must name exactly one thing to run, not %d", set)
-	}
-	withSpec := func(name string, v any) (componentRun, error) {
-		data, err := json.Marshal(v)
-		if err != nil {
-			return componentRun{}, fmt.Errorf("encode the %s spec: %w", name, err)
-		}
-		return componentRun{cmd: []string{name, "--node", spec.Ref.Node, "--spec", string(data)}}, nil
+	if err := spec.Validate(); err != nil {
+		return componentRun{}, err
 	}
 	var (
-		run componentRun
-		err error
-		pki string
+		name string
+		v    any
+		pki  string
 	)
 	switch {
 	case spec.Etcd != nil:
-		cfg := *spec.Etcd
-		cfg.DataDir = etcdDataDir
-		return componentRun{cmd: append([]string{runtime.ComponentEtcd}, runtime.EtcdArgs(cfg)...)}, nil
+		s := *spec.Etcd
+		s.DataDir = etcdDataDir
+		name, v = runtime.ComponentEtcd, s
 	case spec.APIServer != nil:
 		s := *spec.APIServer
 		pki, s.PKIDir = s.PKIDir, pkiInContainer
-		run, err = withSpec(runtime.ComponentAPIServer, s)
+		name, v = runtime.ComponentAPIServer, s
 	case spec.LB != nil:
 		s := *spec.LB
 		pki, s.PKIDir = s.PKIDir, pkiInContainer
-		run, err = withSpec(runtime.ComponentLB, s)
+		name, v = runtime.ComponentLB, s
 	case spec.Scheduler != nil:
 		s := *spec.Scheduler
 		pki, s.PKIDir = s.PKIDir, pkiInContainer
-		run, err = withSpec(runtime.ComponentScheduler, s)
+		name, v = runtime.ComponentScheduler, s
 	case spec.ControllerManager != nil:
 		s := *spec.ControllerManager
 		pki, s.PKIDir = s.PKIDir, pkiInContainer
-		run, err = withSpec(runtime.ComponentControllerManager, s)
+		name, v = runtime.ComponentControllerManager, s
 	case spec.Kubelet != nil:
 		s := *spec.Kubelet
 		pki, s.PKIDir = s.PKIDir, pkiInContainer
 		if nodeCIDR != "" {
 			s.PodCIDR = nodeCIDR
 		}
-		run, err = withSpec(runtime.ComponentKubelet, s)
+		name, v = runtime.ComponentKubelet, s
 	case spec.KubeProxy != nil:
 		s := *spec.KubeProxy
 		pki, s.PKIDir = s.PKIDir, pkiInContainer
 		if nodeCIDR != "" {
 			s.PodCIDR = nodeCIDR
 		}
-		run, err = withSpec(runtime.ComponentKubeProxy, s)
+		name, v = runtime.ComponentKubeProxy, s
 	}
-	if err != nil {
-		return componentRun{}, err
-	}
-	if pki == "" {
+	// An etcd member is the API server's store, not its client: it alone
+	// needs no PKI.
+	if pki == "" && spec.Etcd == nil {
 		return componentRun{}, fmt.Errorf("the spec names no PKI directory")
 	}
-	run.pkiDir = pki
-	return run, nil
+	data, err := json.Marshal(v)
+	if err != nil {
+		return componentRun{}, fmt.Errorf("encode the %s spec: %w", name, err)
+	}
+	return componentRun{cmd: []string{name, "--node", spec.Ref.Node, "--spec", string(data)}, pkiDir: pki}, nil
 }
 
 // copyPKI copies the files of the host's PKI directory into a created

@@ -11,8 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/klab-dev/klab/cluster/etcd"
 	"github.com/klab-dev/klab/cluster/runtime"
+	"github.com/klab-dev/klab/cluster/runtime/docker/labels"
 )
 
 func TestCommandFor(t *testing.T) {
@@ -67,20 +70,29 @@ func TestCommandFor(t *testing.T) {
 	}
 
 	t.Run("etcd", func(t *testing.T) {
-		cfg := &etcd.Config{
-			Name: "master-1", DataDir: "/host/data", ClusterToken: "tok",
+		member := &runtime.EtcdSpec{
+			Name: "master-1", DataDir: "/host/data", InitialClusterToken: "tok",
 			InitialCluster: []etcd.Peer{{Name: "master-1", PeerURL: "http://10.1.0.11:2380", ClientURL: "http://10.1.0.11:2379"}},
-			ClientListen:   "10.1.0.11:2379", PeerListen: "10.1.0.11:2380", NoFsync: true,
+			ListenClient:   "10.1.0.11:2379", ListenPeer: "10.1.0.11:2380", UnsafeNoFsync: true,
 		}
-		run, err := commandFor(runtime.ComponentSpec{Ref: runtime.Ref{Node: "master-1", Component: "etcd"}, Etcd: cfg}, "")
+		run, err := commandFor(runtime.ComponentSpec{Ref: runtime.Ref{Node: "master-1", Component: "etcd"}, Etcd: member}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if run.cmd[0] != "etcd" || !slices.Contains(run.cmd, "--data-dir="+etcdDataDir) || !slices.Contains(run.cmd, "--unsafe-no-fsync") {
-			t.Errorf("etcd command = %q", run.cmd)
+		if len(run.cmd) != 5 || run.cmd[0] != "etcd" || run.cmd[1] != "--node" || run.cmd[2] != "master-1" || run.cmd[3] != "--spec" {
+			t.Fatalf("etcd command = %q, want etcd --node master-1 --spec <json>", run.cmd)
 		}
-		if cfg.DataDir != "/host/data" {
-			t.Error("commandFor changed the caller's config")
+		var got runtime.EtcdSpec
+		if err := json.Unmarshal([]byte(run.cmd[4]), &got); err != nil {
+			t.Fatal(err)
+		}
+		want := *member
+		want.DataDir = etcdDataDir
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("etcd spec in the container (-want +got):\n%s", diff)
+		}
+		if member.DataDir != "/host/data" {
+			t.Error("commandFor changed the caller's spec")
 		}
 		if run.pkiDir != "" {
 			t.Errorf("etcd gets a PKI dir %q", run.pkiDir)
@@ -103,36 +115,27 @@ func TestCommandFor(t *testing.T) {
 	}
 }
 
-func TestServePort(t *testing.T) {
-	etcdArgs := append([]string{"etcd"}, runtime.EtcdArgs(etcd.Config{
-		Name: "m", DataDir: "/d", ClientListen: "10.1.0.11:2379", PeerListen: "10.1.0.11:2380",
-	})...)
-	spec := func(name string, v any) []string {
-		b, _ := json.Marshal(v)
-		return []string{name, "--node", "n", "--spec", string(b)}
-	}
+// TestServePortLabel checks that the port Start waits on is read from the
+// label CreateComponent records, and that a bad label is an error rather
+// than a port.
+func TestServePortLabel(t *testing.T) {
 	tests := []struct {
 		name    string
-		cmd     []string
+		labels  map[string]string
 		want    int
 		wantErr bool
 	}{
-		{"etcd", etcdArgs, 2379, false},
-		{"apiserver", spec("kube-apiserver", runtime.APIServerSpec{Listen: "10.1.0.11:6443"}), 6443, false},
-		{"lb", spec("lb", runtime.LBSpec{Listen: "10.1.0.2:6443"}), 6443, false},
-		{"scheduler", spec("kube-scheduler", runtime.SchedulerSpec{DebugListen: "10.1.0.11:10259"}), 10259, false},
-		{"controller manager", spec("kube-controller-manager", runtime.ControllerManagerSpec{DebugListen: "10.1.0.11:10257"}), 10257, false},
-		{"kubelet", spec("kubelet", runtime.KubeletSpec{Listen: "10.1.0.11:10250"}), 10250, false},
-		{"pause", []string{"pause"}, 0, false},
-		{"no command", nil, 0, true},
-		{"bad spec", []string{"kubelet", "--spec", "{"}, 0, true},
-		{"bad port", spec("kubelet", runtime.KubeletSpec{Listen: "10.1.0.11:http"}), 0, true},
+		{"recorded", map[string]string{labels.ServePort: "2379"}, 2379, false},
+		{"serves nothing", map[string]string{labels.Component: "kube-scheduler"}, 0, false},
+		{"no labels", nil, 0, false},
+		{"not a number", map[string]string{labels.ServePort: "http"}, 0, true},
+		{"out of range", map[string]string{labels.ServePort: "70000"}, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := servePort(tt.cmd)
-			if got != tt.want || (err != nil) != tt.wantErr {
-				t.Errorf("servePort = %d, %v; want %d, error %v", got, err, tt.want, tt.wantErr)
+			got, err := servePort(tt.labels)
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Errorf("servePort = %d, %v; want %d (error %v)", got, err, tt.want, tt.wantErr)
 			}
 		})
 	}

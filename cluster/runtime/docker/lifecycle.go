@@ -3,7 +3,6 @@ package docker
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -86,13 +85,11 @@ func (r *Runtime) waitServing(ctx context.Context, ref runtime.Ref, id, nodeID s
 	if err != nil {
 		return fmt.Errorf("start %s: %w", ref, err)
 	}
-	var cmd []string
+	var port int
 	if inspect.Config != nil {
-		cmd = inspect.Config.Cmd
-	}
-	port, err := servePort(cmd)
-	if err != nil {
-		return fmt.Errorf("start %s: %w", ref, err)
+		if port, err = servePort(inspect.Config.Labels); err != nil {
+			return fmt.Errorf("start %s: %w", ref, err)
+		}
 	}
 	if port == 0 {
 		return nil // nothing to wait for: it serves nothing
@@ -168,50 +165,16 @@ func serving(addr string) bool {
 	return errors.As(err, &netErr) && netErr.Timeout()
 }
 
-// servePort returns the port a component's command makes it listen on,
-// the one Start waits for; 0 when it listens on none.
-func servePort(cmd []string) (int, error) {
-	if len(cmd) == 0 {
-		return 0, errors.New("the container has no command")
-	}
-	var listen string
-	if cmd[0] == runtime.ComponentEtcd {
-		for _, arg := range cmd[1:] {
-			if v, ok := strings.CutPrefix(arg, "--listen-client="); ok {
-				listen = v
-			}
-		}
-	} else {
-		for i := 1; i+1 < len(cmd); i++ {
-			if cmd[i] != "--spec" {
-				continue
-			}
-			// Every spec names its serving address listen, or
-			// debugListen for those that only serve their debug
-			// endpoint.
-			var s struct {
-				Listen      string `json:"listen"`
-				DebugListen string `json:"debugListen"`
-			}
-			if err := json.Unmarshal([]byte(cmd[i+1]), &s); err != nil {
-				return 0, fmt.Errorf("read the spec in the container's command: %w", err)
-			}
-			listen = s.Listen
-			if listen == "" {
-				listen = s.DebugListen
-			}
-		}
-	}
-	if listen == "" {
+// servePort returns the port CreateComponent recorded in a component
+// container's labels, the one Start waits for; 0 when it serves none.
+func servePort(l map[string]string) (int, error) {
+	v, ok := l[labels.ServePort]
+	if !ok {
 		return 0, nil
 	}
-	_, p, err := net.SplitHostPort(listen)
-	if err != nil {
-		return 0, fmt.Errorf("listen address %q: %w", listen, err)
-	}
-	port, err := strconv.Atoi(p)
+	port, err := strconv.Atoi(v)
 	if err != nil || port <= 0 || port > 65535 {
-		return 0, fmt.Errorf("listen address %q has no valid port", listen)
+		return 0, fmt.Errorf("label %s=%q is no port", labels.ServePort, v)
 	}
 	return port, nil
 }

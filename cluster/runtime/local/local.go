@@ -151,8 +151,8 @@ func (r *Runtime) nodeAt(addr string) (string, bool) {
 
 // CreateComponent registers a component on a created node.
 func (r *Runtime) CreateComponent(ctx context.Context, spec runtime.ComponentSpec) error {
-	if spec.Etcd == nil && spec.APIServer == nil && spec.LB == nil && spec.Scheduler == nil && spec.ControllerManager == nil && spec.Kubelet == nil && spec.KubeProxy == nil {
-		return fmt.Errorf("create component %s: nothing to run", spec.Ref)
+	if err := spec.Validate(); err != nil {
+		return fmt.Errorf("create %w", err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -162,13 +162,10 @@ func (r *Runtime) CreateComponent(ctx context.Context, spec runtime.ComponentSpe
 	if _, ok := r.comps[spec.Ref]; ok {
 		return fmt.Errorf("create component %s: already exists", spec.Ref)
 	}
-	if spec.Etcd != nil {
-		cfg := *spec.Etcd
-		if cfg.DataDir == "" {
-			cfg.DataDir = filepath.Join(r.NodeDir(spec.Ref.Node), spec.Ref.Component)
-		}
-		cfg.Faults = r.faults
-		spec.Etcd = &cfg
+	if spec.Etcd != nil && spec.Etcd.DataDir == "" {
+		member := *spec.Etcd
+		member.DataDir = filepath.Join(r.NodeDir(spec.Ref.Node), spec.Ref.Component)
+		spec.Etcd = &member
 	}
 	r.comps[spec.Ref] = &component{
 		spec:         spec,

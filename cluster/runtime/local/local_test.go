@@ -116,15 +116,15 @@ func newMemberRuntime(t *testing.T) (*Runtime, runtime.Ref) {
 	}
 	ref := runtime.Ref{Node: "master-1", Component: runtime.ComponentEtcd}
 	hostPort := func(p string) string { return net.JoinHostPort(node.Host, strconv.Itoa(node.Ports[p])) }
-	cfg := etcd.Config{
-		Name:           "master-1",
-		ClusterToken:   "test",
-		InitialCluster: []etcd.Peer{{Name: "master-1", PeerURL: node.URL("peer"), ClientURL: node.URL("client")}},
-		ClientListen:   hostPort("client"),
-		PeerListen:     hostPort("peer"),
-		NoFsync:        true,
+	member := runtime.EtcdSpec{
+		Name:                "master-1",
+		InitialClusterToken: "test",
+		InitialCluster:      []etcd.Peer{{Name: "master-1", PeerURL: node.URL("peer"), ClientURL: node.URL("client")}},
+		ListenClient:        hostPort("client"),
+		ListenPeer:          hostPort("peer"),
+		UnsafeNoFsync:       true,
 	}
-	if err := r.CreateComponent(ctx, runtime.ComponentSpec{Ref: ref, Etcd: &cfg}); err != nil {
+	if err := r.CreateComponent(ctx, runtime.ComponentSpec{Ref: ref, Etcd: &member}); err != nil {
 		t.Fatal(err)
 	}
 	return r, ref

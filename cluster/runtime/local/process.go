@@ -29,13 +29,8 @@ type process interface {
 func (r *Runtime) startProcess(ctx context.Context, spec runtime.ComponentSpec, logger *slog.Logger) (process, error) {
 	switch {
 	case spec.Etcd != nil:
-		cfg := *spec.Etcd
-		cfg.Logger = logger
-		m, err := etcd.NewMember(cfg)
+		m, err := components.Etcd(ctx, *spec.Etcd, r.faults, logger)
 		if err != nil {
-			return nil, err
-		}
-		if err := m.Start(ctx); err != nil {
 			return nil, err
 		}
 		return etcdProcess{m}, nil

@@ -23,6 +23,11 @@ const (
 	// IP is the address a container was given on the cluster network, so
 	// that heal reconnects it where it was.
 	IP = "io.klab.ip"
+	// ServePort is the port a component container's component serves on
+	// (an etcd member's client port, an API server's secure port), which
+	// Start waits for it to accept connections on; a component that
+	// serves nothing has none.
+	ServePort = "io.klab.serve-port"
 	// BuildID is the build a klab/node image was made from.
 	BuildID = "io.klab.build-id"
 )

@@ -1,0 +1,73 @@
+package components
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/klab-dev/klab/cluster/etcd"
+	"github.com/klab-dev/klab/cluster/etcd/fault"
+	"github.com/klab-dev/klab/cluster/runtime"
+)
+
+// Etcd starts the etcd member spec describes and returns once it serves.
+// faults is the network-fault layer its raft transport consults: the local
+// runtime's, which enforces partitions in-process; nil in a container,
+// where the network itself is cut.
+func Etcd(ctx context.Context, spec runtime.EtcdSpec, faults *fault.Table, logger *slog.Logger) (*etcd.Member, error) {
+	cfg, err := etcdConfig(spec)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Faults, cfg.Logger = faults, logger
+	m, err := etcd.NewMember(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Start(ctx); err != nil {
+		return nil, err
+	}
+	logger.Info("etcd member serving", "name", m.Name(), "id", fmt.Sprintf("%x", m.ID()), "client", m.ClientURL(), "peer", m.PeerURL())
+	return m, nil
+}
+
+// etcdConfig turns a member's spec into the member's configuration:
+// etcd's millisecond timings into ticks, as etcd counts its election
+// timeout in heartbeats, and the member's own client URL defaulted to its
+// listen address.
+func etcdConfig(spec runtime.EtcdSpec) (etcd.Config, error) {
+	heartbeat, election := spec.HeartbeatInterval, spec.ElectionTimeout
+	if heartbeat == 0 {
+		heartbeat = int(etcd.DefaultTickInterval / time.Millisecond)
+	}
+	if election == 0 {
+		election = etcd.DefaultElectionTicks * heartbeat
+	}
+	if heartbeat < 0 || election < 5*heartbeat {
+		return etcd.Config{}, fmt.Errorf("etcd member %s: electionTimeout (%d ms) must be at least five times heartbeatInterval (%d ms)", spec.Name, election, heartbeat)
+	}
+	peers := slices.Clone(spec.InitialCluster)
+	for i := range peers {
+		if peers[i].Name == spec.Name && peers[i].ClientURL == "" {
+			peers[i].ClientURL = "http://" + spec.ListenClient
+		}
+	}
+	return etcd.Config{
+		Name:            spec.Name,
+		DataDir:         spec.DataDir,
+		ClusterToken:    spec.InitialClusterToken,
+		InitialCluster:  peers,
+		Join:            spec.Join,
+		ClientListen:    spec.ListenClient,
+		PeerListen:      spec.ListenPeer,
+		DebugListen:     spec.ListenDebug,
+		TickInterval:    time.Duration(heartbeat) * time.Millisecond,
+		HeartbeatTicks:  1,
+		ElectionTicks:   election / heartbeat,
+		SnapshotCount:   spec.SnapshotCount,
+		NoFsync:         spec.UnsafeNoFsync,
+		MaxRequestBytes: spec.MaxRequestBytes,
+	}, nil
+}
