@@ -2,10 +2,11 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net"
+	"io/fs"
+	"os"
 	"path/filepath"
-	"strconv"
 
 	"github.com/klab-dev/klab/cluster/apiserver/auth"
 	"github.com/klab-dev/klab/cluster/pki"
@@ -22,69 +23,91 @@ const (
 	pkiDirName           = "pki"
 )
 
-// apiServerPort is kube-apiserver's secure port.
-const apiServerPort = 6443
-
 // ensurePKI creates (or loads) the cluster's CA, serving certificate and
 // tokens. The certificate names every address a client may use: each
-// master and the load balancer.
-func (c *Cluster) ensurePKI(nodes []runtime.Node, lbNode *runtime.Node) (*pki.PKI, error) {
+// node and the load balancer.
+func (b *bringUp) ensurePKI(context.Context) error {
 	var hosts, names []string
-	for _, n := range nodes {
+	for _, n := range nodes(b) {
 		hosts = append(hosts, n.Host)
 		names = append(names, n.Name)
 	}
-	if lbNode != nil {
-		hosts = append(hosts, lbNode.Host)
+	if b.lb != nil {
+		hosts = append(hosts, b.lb.Host)
 	}
-	return pki.Ensure(filepath.Join(c.dir, pkiDirName), dedupe(hosts), names)
+	dir := filepath.Join(b.c.dir, pkiDirName)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		b.onFailure("remove the PKI", func(context.Context) error { return os.RemoveAll(dir) })
+	}
+	var err error
+	b.certs, err = pki.Ensure(dir, dedupe(hosts), names)
+	return err
 }
 
-// startAPIServers runs one API server per master, all active, each talking
-// to every etcd member.
-func (c *Cluster) startAPIServers(ctx context.Context, nodes []runtime.Node) error {
+// server is where components reach the API servers: the load balancer when
+// there is one, else the first master's. hostServer is where this machine
+// does (kubectl, klab); they differ in Docker, where ports are published on
+// 127.0.0.1.
+func (b *bringUp) server() string {
+	if b.lb != nil {
+		return "https://" + hostPort(*b.lb, "apiserver")
+	}
+	return "https://" + hostPort(b.masters[0], "apiserver")
+}
+
+func (b *bringUp) hostServer() string {
+	if b.lb != nil {
+		return "https://" + b.lb.HostAddr("apiserver")
+	}
+	return "https://" + b.masters[0].HostAddr("apiserver")
+}
+
+// apiServerSpec describes master n's API server: all of them are active,
+// each talking to every etcd member.
+func (b *bringUp) apiServerSpec(n runtime.Node) (runtime.ComponentSpec, error) {
 	var endpoints []string
-	for _, n := range nodes {
-		endpoints = append(endpoints, n.URL("etcd-client"))
+	for _, m := range b.masters {
+		endpoints = append(endpoints, m.URL("etcd-client"))
 	}
-	refs := make([]runtime.Ref, len(nodes))
-	for i, n := range nodes {
-		refs[i] = runtime.Ref{Node: n.Name, Component: runtime.ComponentAPIServer}
-		listen := net.JoinHostPort(n.Host, strconv.Itoa(n.Ports["apiserver"]))
-		spec := runtime.ComponentSpec{Ref: refs[i], APIServer: &runtime.APIServerSpec{
-			EtcdEndpoints: endpoints, Listen: listen, PKIDir: filepath.Join(c.dir, pkiDirName), AdvertiseAddress: listen,
-		}}
-		if err := c.rt.CreateComponent(ctx, spec); err != nil {
-			return err
-		}
-	}
-	return c.startAll(ctx, refs)
+	listen := hostPort(n, "apiserver")
+	return runtime.ComponentSpec{APIServer: &runtime.APIServerSpec{
+		EtcdEndpoints: endpoints, Listen: listen, PKIDir: filepath.Join(b.c.dir, pkiDirName), AdvertiseAddress: listen,
+	}}, nil
 }
 
-// startLB runs the load balancer in front of the API servers.
-func (c *Cluster) startLB(ctx context.Context, lbNode runtime.Node, nodes []runtime.Node) error {
+// lbSpec describes the load balancer in front of the API servers.
+func (b *bringUp) lbSpec(n runtime.Node) (runtime.ComponentSpec, error) {
 	var backends []string
-	for _, n := range nodes {
-		backends = append(backends, net.JoinHostPort(n.Host, strconv.Itoa(n.Ports["apiserver"])))
+	for _, m := range b.masters {
+		backends = append(backends, hostPort(m, "apiserver"))
 	}
-	ref := runtime.Ref{Node: lbNode.Name, Component: runtime.ComponentLB}
-	spec := runtime.ComponentSpec{Ref: ref, LB: &runtime.LBSpec{
-		Listen: net.JoinHostPort(lbNode.Host, strconv.Itoa(lbNode.Ports["apiserver"])), Backends: backends, PKIDir: filepath.Join(c.dir, pkiDirName),
-	}}
-	if err := c.rt.CreateComponent(ctx, spec); err != nil {
-		return err
-	}
-	return c.rt.Start(ctx, ref)
+	return runtime.ComponentSpec{LB: &runtime.LBSpec{
+		Listen: hostPort(n, "apiserver"), Backends: backends, PKIDir: filepath.Join(b.c.dir, pkiDirName),
+	}}, nil
 }
 
 // writeKubeconfigs writes the admin's and the viewer's kubeconfigs,
-// pointing at server.
-func (c *Cluster) writeKubeconfigs(p *pki.PKI, server string) error {
-	if err := p.WriteKubeconfig(filepath.Join(c.dir, KubeconfigFile), c.spec.Name, server, auth.AdminUser); err != nil {
-		return fmt.Errorf("write kubeconfig: %w", err)
+// pointing at the API servers as this machine reaches them.
+func (b *bringUp) writeKubeconfigs(context.Context) error {
+	for _, kc := range []struct{ file, user string }{
+		{KubeconfigFile, auth.AdminUser},
+		{ViewerKubeconfigFile, auth.ViewerUser},
+	} {
+		path := filepath.Join(b.c.dir, kc.file)
+		if b.prev == nil {
+			b.onFailure("remove "+kc.file, func(context.Context) error { return removeFile(path) })
+		}
+		if err := b.certs.WriteKubeconfig(path, b.c.spec.Name, b.hostServer(), kc.user); err != nil {
+			return fmt.Errorf("write %s: %w", kc.file, err)
+		}
 	}
-	if err := p.WriteKubeconfig(filepath.Join(c.dir, ViewerKubeconfigFile), c.spec.Name, server, auth.ViewerUser); err != nil {
-		return fmt.Errorf("write viewer kubeconfig: %w", err)
+	return nil
+}
+
+// removeFile removes a file that may not have been written.
+func removeFile(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
 	}
 	return nil
 }

@@ -24,9 +24,7 @@ func startingCluster(t *testing.T, name string) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Cluster{spec: Spec{Name: name}, dir: dir, shutdown: make(chan struct{})}
-	c.phase.Store(PhaseStarting)
-	c.shutdownReason.Store("")
+	c := newCluster(Spec{Name: name}, dir, nil)
 	c.rt = local.New(local.Options{Cluster: name, Dir: dir})
 	c.ctl = serveControl(ln, c)
 	t.Cleanup(c.ctl.close)

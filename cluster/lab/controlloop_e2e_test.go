@@ -24,6 +24,8 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/polymorphichelpers"
 	"k8s.io/utils/ptr"
+
+	"github.com/klab-dev/klab/internal/testenv"
 )
 
 // loopFixture is a running cluster with workers and an admin client.
@@ -142,9 +144,7 @@ func deployment(name string, replicas int32, image string) *appsv1.Deployment {
 // message; a worker that dies goes NotReady and its pods move; the
 // scheduler's leader dies and another takes over.
 func TestControlLoop(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a whole cluster")
-	}
+	testenv.EndToEnd(t)
 	f := startLoopCluster(t, 3, 3, 10)
 	ctx, client := f.ctx, f.client
 	deploys := client.AppsV1().Deployments("default")

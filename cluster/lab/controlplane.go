@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -23,13 +21,6 @@ import (
 	"github.com/klab-dev/klab/cluster/runtime/local"
 )
 
-// Upstream ports of the control loop's components.
-const (
-	kubeletPort           = 10250
-	controllerManagerPort = 10257
-	schedulerPort         = 10259
-)
-
 // Node capacity every kubelet reports: a small laptop-sized node, so that
 // a pod asking for more than any node has stays Pending, as lessons show.
 const (
@@ -44,105 +35,60 @@ const nodeImage = "klab/node:latest"
 // DefaultNodesReadyTimeout bounds the wait for every node to be Ready.
 const DefaultNodesReadyTimeout = 60 * time.Second
 
-func masterPorts() []runtime.Port {
-	return []runtime.Port{
-		{Name: "etcd-client", Default: etcdClientPort}, {Name: "etcd-peer", Default: etcdPeerPort},
-		{Name: "apiserver", Default: apiServerPort}, {Name: "kubelet", Default: kubeletPort},
-		{Name: "scheduler", Default: schedulerPort}, {Name: "controller-manager", Default: controllerManagerPort},
-		{Name: "proxy", Default: kubeProxyPort},
+func (b *bringUp) clientSpec(server string) runtime.ClientSpec {
+	return runtime.ClientSpec{Cluster: b.c.spec.Name, APIServer: server, PKIDir: filepath.Join(b.c.dir, pkiDirName), Speed: b.c.spec.Speed}
+}
+
+// schedulerSpec and controllerManagerSpec describe master n's scheduler
+// and controller manager, each talking to its own master's API server as
+// kubeadm sets them up; they elect their leaders among themselves.
+func (b *bringUp) schedulerSpec(n runtime.Node) (runtime.ComponentSpec, error) {
+	return runtime.ComponentSpec{Scheduler: &runtime.SchedulerSpec{
+		ClientSpec: b.clientSpec("https://" + hostPort(n, "apiserver")), DebugListen: hostPort(n, "scheduler"),
+	}}, nil
+}
+
+func (b *bringUp) controllerManagerSpec(n runtime.Node) (runtime.ComponentSpec, error) {
+	return runtime.ComponentSpec{ControllerManager: &runtime.ControllerManagerSpec{
+		ClientSpec: b.clientSpec("https://" + hostPort(n, "apiserver")), DebugListen: hostPort(n, "controller-manager"),
+	}}, nil
+}
+
+// podCIDR is the range node n's pods take their addresses from: the one
+// the runtime gave the node, else the local runtime's for it.
+func (b *bringUp) podCIDR(n runtime.Node) (string, error) {
+	if n.PodCIDR != "" {
+		return n.PodCIDR, nil
 	}
-}
-
-func workerPorts() []runtime.Port {
-	return []runtime.Port{{Name: "kubelet", Default: kubeletPort}, {Name: "proxy", Default: kubeProxyPort}}
-}
-
-// createWorkers creates the worker nodes.
-func (c *Cluster) createWorkers(ctx context.Context, workers []runtime.Node, prev *Info) error {
-	for i := range workers {
-		spec := runtime.NodeSpec{
-			Name:  runtime.RoleWorker + "-" + strconv.Itoa(i+1),
-			Role:  runtime.RoleWorker,
-			Index: i + 1,
-			Ports: workerPorts(),
-		}
-		if prev != nil {
-			spec.Reuse = &prev.Nodes[c.spec.Masters+i]
-		}
-		n, err := c.rt.CreateNode(ctx, spec)
-		if err != nil {
-			return err
-		}
-		workers[i] = n
+	cidr, err := local.PodCIDR(b.c.spec.Name, n.Name)
+	if err != nil {
+		return "", i18n.Wrap(err, "lab.err.pod-addresses", n.Name)
 	}
-	return nil
+	return cidr, nil
 }
 
-func hostPort(n runtime.Node, port string) string {
-	return net.JoinHostPort(n.Host, strconv.Itoa(n.Ports[port]))
-}
-
-func (c *Cluster) clientSpec(server string) runtime.ClientSpec {
-	return runtime.ClientSpec{Cluster: c.spec.Name, APIServer: server, PKIDir: filepath.Join(c.dir, pkiDirName), Speed: c.spec.Speed}
-}
-
-// startControlLoop runs a scheduler and a controller manager on every
-// master, each talking to its own master's API server as kubeadm sets
-// them up; they elect their leaders among themselves.
-func (c *Cluster) startControlLoop(ctx context.Context, masters []runtime.Node) error {
-	var refs []runtime.Ref
-	for _, n := range masters {
-		server := "https://" + hostPort(n, "apiserver")
-		sched := runtime.Ref{Node: n.Name, Component: runtime.ComponentScheduler}
-		if err := c.rt.CreateComponent(ctx, runtime.ComponentSpec{Ref: sched, Scheduler: &runtime.SchedulerSpec{
-			ClientSpec: c.clientSpec(server), DebugListen: hostPort(n, "scheduler"),
-		}}); err != nil {
-			return err
-		}
-		cm := runtime.Ref{Node: n.Name, Component: runtime.ComponentControllerManager}
-		if err := c.rt.CreateComponent(ctx, runtime.ComponentSpec{Ref: cm, ControllerManager: &runtime.ControllerManagerSpec{
-			ClientSpec: c.clientSpec(server), DebugListen: hostPort(n, "controller-manager"),
-		}}); err != nil {
-			return err
-		}
-		refs = append(refs, sched, cm)
-	}
-	return c.startAll(ctx, refs)
-}
-
-// startKubelets runs a kubelet on every node, talking to the cluster's
-// API server endpoint (the load balancer when there is one). A master's
+// kubeletSpec describes node n's kubelet, talking to the cluster's API
+// server endpoint (the load balancer when there is one). A master's
 // kubelet registers it tainted for the control plane and reports its
 // components as mirror pods.
-func (c *Cluster) startKubelets(ctx context.Context, masters, workers []runtime.Node, server string) error {
-	var refs []runtime.Ref
-	for _, n := range append(append([]runtime.Node(nil), masters...), workers...) {
-		cidr := n.PodCIDR
-		if cidr == "" {
-			var err error
-			if cidr, err = local.PodCIDR(c.spec.Name, n.Name); err != nil {
-				return i18n.Wrap(err, "lab.err.pod-addresses", n.Name)
-			}
-		}
-		spec := &runtime.KubeletSpec{
-			ClientSpec: c.clientSpec(server), Listen: hostPort(n, "kubelet"), NodeIP: n.Host, PodCIDR: cidr,
-			ControlPlane: n.Role == runtime.RoleMaster, CPU: nodeCPU, Memory: nodeMemory, Pods: nodePods,
-		}
-		if n.Role == runtime.RoleMaster {
-			spec.StaticPods = []runtime.StaticPodSpec{
-				{Name: runtime.ComponentEtcd, Image: nodeImage, HealthURL: n.URL("etcd-peer") + "/health"},
-				{Name: runtime.ComponentAPIServer, Image: nodeImage, HealthURL: "https://" + hostPort(n, "apiserver") + "/livez"},
-				{Name: runtime.ComponentControllerManager, Image: nodeImage, HealthURL: "http://" + hostPort(n, "controller-manager") + "/healthz"},
-				{Name: runtime.ComponentScheduler, Image: nodeImage, HealthURL: "http://" + hostPort(n, "scheduler") + "/healthz"},
-			}
-		}
-		ref := runtime.Ref{Node: n.Name, Component: runtime.ComponentKubelet}
-		if err := c.rt.CreateComponent(ctx, runtime.ComponentSpec{Ref: ref, Kubelet: spec}); err != nil {
-			return err
-		}
-		refs = append(refs, ref)
+func (b *bringUp) kubeletSpec(n runtime.Node) (runtime.ComponentSpec, error) {
+	cidr, err := b.podCIDR(n)
+	if err != nil {
+		return runtime.ComponentSpec{}, err
 	}
-	return c.startAll(ctx, refs)
+	spec := &runtime.KubeletSpec{
+		ClientSpec: b.clientSpec(b.server()), Listen: hostPort(n, "kubelet"), NodeIP: n.Host, PodCIDR: cidr,
+		ControlPlane: n.Role == runtime.RoleMaster, CPU: nodeCPU, Memory: nodeMemory, Pods: nodePods,
+	}
+	if n.Role == runtime.RoleMaster {
+		spec.StaticPods = []runtime.StaticPodSpec{
+			{Name: runtime.ComponentEtcd, Image: nodeImage, HealthURL: n.URL("etcd-peer") + "/health"},
+			{Name: runtime.ComponentAPIServer, Image: nodeImage, HealthURL: "https://" + hostPort(n, "apiserver") + "/livez"},
+			{Name: runtime.ComponentControllerManager, Image: nodeImage, HealthURL: "http://" + hostPort(n, "controller-manager") + "/healthz"},
+			{Name: runtime.ComponentScheduler, Image: nodeImage, HealthURL: "http://" + hostPort(n, "scheduler") + "/healthz"},
+		}
+	}
+	return runtime.ComponentSpec{Kubelet: spec}, nil
 }
 
 // startAll starts components concurrently.
@@ -158,6 +104,15 @@ func (c *Cluster) startAll(ctx context.Context, refs []runtime.Ref) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// waitNodesReady waits for every node to be Ready.
+func (b *bringUp) waitNodesReady(ctx context.Context) error {
+	timeout := b.opts.NodesReadyTimeout
+	if timeout == 0 {
+		timeout = DefaultNodesReadyTimeout
+	}
+	return waitNodesReady(ctx, b.certs, b.c.spec.Name, b.hostServer(), len(nodes(b)), timeout)
 }
 
 // waitNodesReady waits until every node reports Ready, watching the Node

@@ -8,69 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"time"
 
 	"github.com/klab-dev/klab/assets/i18n"
-	"github.com/klab-dev/klab/cluster/pki"
 	"github.com/klab-dev/klab/cluster/runtime"
 	"github.com/klab-dev/klab/cluster/runtime/docker"
-	"github.com/klab-dev/klab/cluster/runtime/local"
 )
-
-// rollbackTimeout bounds the undoing of a failed Up. Removing a Docker
-// cluster's few dozen containers takes seconds; stopping goroutines, less.
-const rollbackTimeout = 2 * time.Minute
-
-// ResolveRuntime turns a spec's runtime into the one that will run the
-// cluster. "auto" means Docker when the engine answers, else local; why
-// Docker was not chosen comes back as notDocker, for the one line `klab up`
-// prints about it. "docker" fails, saying why, when the engine does not
-// answer.
-func ResolveRuntime(ctx context.Context, name string) (resolved string, notDocker error, err error) {
-	switch name {
-	case RuntimeLocal:
-		return RuntimeLocal, nil, nil
-	case RuntimeAuto:
-		if err := docker.Ping(ctx); err != nil {
-			return RuntimeLocal, err, nil
-		}
-		return RuntimeDocker, nil, nil
-	case RuntimeDocker:
-		if err := docker.Ping(ctx); err != nil {
-			return "", err, i18n.Wrap(err, "lab.err.docker-unavailable")
-		}
-		return RuntimeDocker, nil, nil
-	}
-	return "", nil, i18n.NewError("spec.err.runtime", name)
-}
-
-func resolveRuntime(ctx context.Context, name string) (string, error) {
-	rt, _, err := ResolveRuntime(ctx, name)
-	return rt, err
-}
-
-// newRuntime makes the runtime that runs the cluster's components.
-func newRuntime(ctx context.Context, name, cluster, dir, image string, logger *slog.Logger) (runtime.Runtime, error) {
-	if name == RuntimeDocker {
-		rt, err := docker.New(ctx, docker.Options{Cluster: cluster, Image: image, Logger: logger})
-		if err != nil {
-			return nil, i18n.Wrap(err, "lab.err.docker-unavailable")
-		}
-		return rt, nil
-	}
-	return local.New(local.Options{Cluster: cluster, Dir: dir, Logger: logger}), nil
-}
-
-// ensureImage builds klab/node:<build-id> from the klab binary unless the
-// engine has it already, and returns its name.
-func ensureImage(ctx context.Context, opts Options, logger *slog.Logger) (string, error) {
-	img, err := docker.EnsureImage(ctx, docker.ImageOptions{Binary: opts.Binary, BuildID: opts.BuildID, Logger: logger})
-	if err != nil {
-		return "", err
-	}
-	logger.Info("node image", "image", img.Node, "built", img.Built, "size", img.Size)
-	return img.Node, nil
-}
 
 // checkNoContainers refuses to create a Docker cluster over one that exists:
 // its containers hold data (etcd's volumes) that a new cluster must not
@@ -91,29 +33,6 @@ func (c *Cluster) checkNoContainers(ctx context.Context) error {
 	return nil
 }
 
-// infoTopology lists, per node, the components Up runs on it, in Up's order:
-// masters, the load balancer, workers.
-func infoTopology(info *Info) []nodeComponents {
-	var topo []nodeComponents
-	for _, n := range info.Nodes {
-		if n.Role == runtime.RoleMaster {
-			topo = append(topo, nodeComponents{Node: n.Name, Components: []string{
-				runtime.ComponentEtcd, runtime.ComponentAPIServer, runtime.ComponentScheduler,
-				runtime.ComponentControllerManager, runtime.ComponentKubelet, runtime.ComponentKubeProxy,
-			}})
-		}
-	}
-	if info.LB != nil {
-		topo = append(topo, nodeComponents{Node: info.LB.Name, Components: []string{runtime.ComponentLB}})
-	}
-	for _, n := range info.Nodes {
-		if n.Role == runtime.RoleWorker {
-			topo = append(topo, nodeComponents{Node: n.Name, Components: []string{runtime.ComponentKubelet, runtime.ComponentKubeProxy}})
-		}
-	}
-	return topo
-}
-
 // Attach returns a Docker cluster created earlier (by this or another
 // process), to act on it through the engine: chaos, status, stop.
 func Attach(ctx context.Context, name string) (*Cluster, error) {
@@ -132,17 +51,13 @@ func attachInfo(ctx context.Context, info *Info, logger *slog.Logger) (*Cluster,
 	if err != nil {
 		return nil, err
 	}
-	rt, err := newRuntime(ctx, RuntimeDocker, info.Name, dir, "", logger)
-	if err != nil {
+	c := newCluster(info.Spec, dir, logger)
+	if c.rt, err = newRuntime(ctx, RuntimeDocker, info.Name, dir, "", c.logger); err != nil {
 		return nil, err
 	}
-	c := &Cluster{
-		spec: info.Spec, dir: dir, rt: rt, logger: logger,
-		members: info.Members, topo: infoTopology(info),
-		shutdown: make(chan struct{}), detached: true,
-	}
+	c.members, c.detached = info.Members, true
+	c.topo = attached(c, info).topology(upSteps)
 	c.phase.Store(PhaseReady)
-	c.shutdownReason.Store("")
 	c.info.Store(info)
 	return c, nil
 }
@@ -166,10 +81,14 @@ func Chaos(ctx context.Context, name string, req ChaosRequest) (*ChaosResult, er
 }
 
 // Start starts a Docker cluster whose containers were stopped (klab stop,
-// a restart of the engine or of the machine), in the order Up created it.
-// etcd members start together: a member started alone campaigns with
-// nobody to vote for it, and pre-vote keeps it from raising the term while
-// it waits, so once a quorum is up a single election settles the leader.
+// a restart of the engine or of the machine), running upSteps as Up does:
+// the nodes' containers are started (made again from the image if they are
+// gone) and the components, which exist already, are started in Up's
+// order. etcd members start together: a member started alone campaigns
+// with nobody to vote for it, and pre-vote keeps it from raising the term
+// while it waits, so once a quorum is up a single election settles the
+// leader. A Start that fails leaves what it started running: the cluster
+// was there before it, and klab stop or klab down act on it as it is.
 func Start(ctx context.Context, name string, opts Options) (*Cluster, error) {
 	info, err := LoadInfo(name)
 	if err != nil {
@@ -178,130 +97,18 @@ func Start(ctx context.Context, name string, opts Options) (*Cluster, error) {
 	if info.Runtime != RuntimeDocker {
 		return nil, i18n.NewError("lab.err.start-local", name)
 	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	c, err := attachInfo(ctx, info, logger)
+	dir, err := StateDir(name)
 	if err != nil {
 		return nil, err
 	}
-	c.phase.Store(PhaseStarting)
-	p := opts.Progress
-	// A node whose containers are gone is made again from the image.
-	var image string
-	if err := p.step(i18n.M("up.step.image"), func() error {
-		var err error
-		image, err = ensureImage(ctx, opts, logger)
-		return err
-	}); err != nil {
+	c := newCluster(info.Spec, dir, opts.Logger)
+	c.detached = true
+	b := &bringUp{c: c, opts: opts, runtime: RuntimeDocker, prev: info, existing: true}
+	if err := b.run(ctx, upSteps); err != nil {
+		b.rollback()
 		return nil, err
 	}
-	if c.rt, err = newRuntime(ctx, RuntimeDocker, name, c.dir, image, logger); err != nil {
-		return nil, err
-	}
-
-	all := slices.Clone(info.Nodes)
-	if info.LB != nil {
-		all = append(all, *info.LB)
-	}
-	if err := p.step(i18n.M("start.step.nodes", len(all)), func() error {
-		for i, n := range all {
-			spec := runtime.NodeSpec{Name: n.Name, Role: n.Role, Index: n.Index, Reuse: &all[i]}
-			got, err := c.rt.CreateNode(ctx, spec)
-			if err != nil {
-				return err
-			}
-			all[i] = got
-		}
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	nodes := all[:len(info.Nodes)]
-	var masters []runtime.Node
-	for _, n := range nodes {
-		if n.Role == runtime.RoleMaster {
-			masters = append(masters, n)
-		}
-	}
-	c.members = membersOf(masters, info.ClusterToken)
-	componentRefs := func(component string) []runtime.Ref {
-		var refs []runtime.Ref
-		for _, nc := range c.topo {
-			if slices.Contains(nc.Components, component) {
-				refs = append(refs, runtime.Ref{Node: nc.Node, Component: component})
-			}
-		}
-		return refs
-	}
-	if err := p.step(i18n.M("up.step.etcd", len(c.members)), func() error {
-		return c.startAll(ctx, componentRefs(runtime.ComponentEtcd))
-	}); err != nil {
-		return nil, err
-	}
-	timeout := opts.LeaderTimeout
-	if timeout == 0 {
-		timeout = DefaultLeaderTimeout
-	}
-	if err := p.step(i18n.M("up.step.leader"), func() error {
-		return waitLeader(ctx, c.members, timeout)
-	}); err != nil {
-		return nil, err
-	}
-	for _, group := range []struct {
-		title     i18n.Message
-		component []string
-	}{
-		{i18n.M("up.step.apiservers", len(masters)), []string{runtime.ComponentAPIServer}},
-		{i18n.M("up.step.lb"), []string{runtime.ComponentLB}},
-		{i18n.M("up.step.control-loop", len(masters)), []string{runtime.ComponentScheduler, runtime.ComponentControllerManager}},
-		{i18n.M("up.step.kubelets", len(nodes)), []string{runtime.ComponentKubelet}},
-		{i18n.M("up.step.kube-proxies", len(nodes)), []string{runtime.ComponentKubeProxy}},
-	} {
-		var refs []runtime.Ref
-		for _, comp := range group.component {
-			refs = append(refs, componentRefs(comp)...)
-		}
-		if len(refs) == 0 {
-			continue
-		}
-		if err := p.step(group.title, func() error { return c.startAll(ctx, refs) }); err != nil {
-			return nil, err
-		}
-	}
-
-	// The addresses this machine uses are written again, in case a node's
-	// published ports changed.
-	var lb *runtime.Node
-	if info.LB != nil {
-		lb = &all[len(all)-1]
-	}
-	next := c.newInfo(RuntimeDocker, slices.Clone(nodes), lb, info)
-	certs, err := pki.Load(filepath.Join(c.dir, pkiDirName))
-	if err != nil {
-		return nil, err
-	}
-	if err := p.step(i18n.M("up.step.kubeconfig", next.Kubeconfig), func() error {
-		return c.writeKubeconfigs(certs, next.APIServer)
-	}); err != nil {
-		return nil, err
-	}
-	nodesReadyTimeout := opts.NodesReadyTimeout
-	if nodesReadyTimeout == 0 {
-		nodesReadyTimeout = DefaultNodesReadyTimeout
-	}
-	if err := p.step(i18n.M("up.step.nodes-ready", len(nodes)), func() error {
-		return waitNodesReady(ctx, certs, name, next.APIServer, len(nodes), nodesReadyTimeout)
-	}); err != nil {
-		return nil, err
-	}
-	if err := p.step(i18n.M("up.step.info", filepath.Join(c.dir, InfoFile)), func() error {
-		return writeInfo(c.dir, next)
-	}); err != nil {
-		return nil, err
-	}
-	c.info.Store(next)
+	c.topo = b.topology(upSteps)
 	c.phase.Store(PhaseReady)
 	return c, nil
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/klab-dev/klab/cluster/runtime"
 	"github.com/klab-dev/klab/cluster/runtime/docker"
+	"github.com/klab-dev/klab/internal/testenv"
 )
 
 var (
@@ -40,6 +41,7 @@ var (
 // builds bin/klab and sets it), else one built now.
 func requireDocker(t *testing.T) string {
 	t.Helper()
+	testenv.EndToEnd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := docker.Ping(ctx); err != nil {
@@ -409,7 +411,7 @@ func TestDockerDownAfterKill(t *testing.T) {
 	if st, err := Status(ctx, kept); err != nil || st.Running {
 		t.Fatalf("after Stop: running %v, err %v", st != nil && st.Running, err)
 	}
-	started, err := Start(ctx, kept, Options{})
+	started, err := Start(ctx, kept, Options{Binary: bin})
 	if err != nil {
 		t.Fatalf("Start %s: %v", kept, err)
 	}

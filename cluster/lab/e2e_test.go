@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/klab-dev/klab/cluster/etcd"
+	"github.com/klab-dev/klab/internal/testenv"
 )
 
 // waitFor polls the cluster's status every 30 ms until cond holds: members
@@ -55,6 +56,7 @@ func memberNamed(st *ClusterStatus, name string) MemberStatus {
 }
 
 func TestClusterEndToEnd(t *testing.T) {
+	testenv.EndToEnd(t)
 	home := testHome(t)
 	suffix := make([]byte, 3)
 	rand.Read(suffix)
@@ -81,7 +83,7 @@ func TestClusterEndToEnd(t *testing.T) {
 			c.Close(context.Background(), nil)
 		}
 	}()
-	// nodes, etcd, leader, LB node, PKI, API servers, LB, kubeconfig,
+	// nodes, LB node, etcd, leader, PKI, API servers, LB, kubeconfig,
 	// schedulers and controller managers, kubelets, kube-proxies, nodes
 	// Ready, cluster.json.
 	if done != 13 || failed != 0 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/klab-dev/klab/cluster/etcd"
 	"github.com/klab-dev/klab/cluster/etcd/etcdtest"
+	"github.com/klab-dev/klab/internal/testenv"
 )
 
 // membersOfTest describes an etcdtest cluster as cluster.json would.
@@ -44,6 +45,7 @@ func awaitObservation(t *testing.T, obs <-chan Observation, lastSeq *uint64, wha
 }
 
 func TestObserverFollowsRealCluster(t *testing.T) {
+	testenv.EndToEnd(t)
 	c := etcdtest.New(t, 3, nil)
 	leader := c.WaitLeader(10 * time.Second)
 	leaderName := c.Peers[leader].Name

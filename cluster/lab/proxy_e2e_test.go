@@ -19,6 +19,7 @@ import (
 
 	"github.com/klab-dev/klab/cluster/proxy/proxier"
 	"github.com/klab-dev/klab/cluster/proxy/traffic"
+	"github.com/klab-dev/klab/internal/testenv"
 )
 
 // switchMode switches every kube-proxy of the cluster to mode.
@@ -98,9 +99,7 @@ func podCounts(r *traffic.Report) map[string]int {
 // backend whose endpoint is still listed: userspace retries it away, the
 // other modes let some connections fail.
 func TestKubeProxyModes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a whole cluster")
-	}
+	testenv.EndToEnd(t)
 	f := startLoopCluster(t, 1, 3, 10)
 	ctx, client := f.ctx, f.client
 

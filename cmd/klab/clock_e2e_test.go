@@ -9,11 +9,13 @@ import (
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/internal/testenv"
 )
 
 // klab clock does from a terminal what the TUI's clock keys do: pause every
 // member's raft clock, step it, slow it down, resume it.
 func TestClockCommand(t *testing.T) {
+	testenv.EndToEnd(t)
 	testHome(t)
 	i18n.SetLang(i18n.English)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -28,6 +28,7 @@ import (
 	"github.com/klab-dev/klab/cluster/kubelet/cri/critest"
 	"github.com/klab-dev/klab/cluster/pki"
 	"github.com/klab-dev/klab/cluster/runtime"
+	"github.com/klab-dev/klab/internal/testenv"
 )
 
 // testPodsEnv, set to "critest" in a child process, gives `klab component
@@ -50,6 +51,7 @@ func init() {
 // over the network with the cluster's PKI. Each must serve, then exit 0 on
 // SIGTERM.
 func TestComponentEntrypoints(t *testing.T) {
+	testenv.EndToEnd(t)
 	dir := t.TempDir()
 	p, err := pki.Ensure(filepath.Join(dir, "pki"), []string{"127.0.0.1"}, []string{"master-1", "worker-1"})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/internal/testenv"
 )
 
 // TestMain lets the test binary act as klab itself, so that a test can run
@@ -48,6 +49,7 @@ func klabProcess(t *testing.T, args ...string) (code int, stdout, stderr string)
 // TestCLIAgainstACluster runs the CLI's cluster commands against a real
 // 3-member cluster started in this process, as klab up would.
 func TestCLIAgainstACluster(t *testing.T) {
+	testenv.EndToEnd(t)
 	home := testHome(t)
 	t.Setenv("ETCDCTL_ENDPOINTS", "")
 	i18n.SetLang(i18n.English)

@@ -13,12 +13,14 @@ import (
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/internal/testenv"
 )
 
 // TestRealEtcdctlSession drives the real etcdctl (through klab etcdctl, each
 // command in a process of its own, as from a shell) through everything a
 // student does with it in the etcd lessons, against a 3-member cluster.
 func TestRealEtcdctlSession(t *testing.T) {
+	testenv.EndToEnd(t)
 	testHome(t)
 	t.Setenv("ETCDCTL_ENDPOINTS", "")
 	i18n.SetLang(i18n.English)

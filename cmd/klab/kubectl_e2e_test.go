@@ -12,6 +12,7 @@ import (
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/lab"
 	"github.com/klab-dev/klab/cluster/runtime"
+	"github.com/klab-dev/klab/internal/testenv"
 )
 
 // TestKubectlThroughTheLoadBalancer runs the real kubectl (klab kubectl, in
@@ -19,6 +20,7 @@ import (
 // starts it, and keeps using it while one API server is stopped: the
 // kubeconfig points at the load balancer, which skips the dead server.
 func TestKubectlThroughTheLoadBalancer(t *testing.T) {
+	testenv.EndToEnd(t)
 	testHome(t)
 	t.Setenv("KUBECONFIG", "")
 	i18n.SetLang(i18n.English)

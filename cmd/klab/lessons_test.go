@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/internal/testenv"
 	"github.com/klab-dev/klab/lessons"
 )
 
@@ -17,6 +18,7 @@ import (
 // lesson, each on a fresh cluster of the local runtime: a lesson whose
 // solution no longer makes its checks pass fails here.
 func TestLessonsCheckEveryLesson(t *testing.T) {
+	testenv.EndToEnd(t)
 	// A fresh KLAB_HOME (testHome: short enough for the control socket).
 	home := testHome(t)
 	t.Setenv("KUBECONFIG", "")

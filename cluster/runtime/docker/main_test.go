@@ -19,6 +19,7 @@ import (
 	"github.com/docker/docker/api/types/image"
 
 	"github.com/klab-dev/klab/cluster/runtime/docker/labels"
+	"github.com/klab-dev/klab/internal/testenv"
 )
 
 // Tests that need a Docker engine share one klab binary and one image
@@ -69,9 +70,11 @@ func randomHex(n int) string {
 // testClusterName returns a cluster name no other test run uses.
 func testClusterName() string { return "klabtest-" + randomHex(3) }
 
-// requireDocker skips the test when no Docker engine answers.
+// requireDocker marks the test as end-to-end and skips it when no Docker
+// engine answers.
 func requireDocker(t *testing.T) {
 	t.Helper()
+	testenv.EndToEnd(t)
 	if err := Ping(context.Background()); err != nil {
 		t.Skipf("skipping: this test needs a Docker engine: %v", err)
 	}

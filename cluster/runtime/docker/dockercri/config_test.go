@@ -76,9 +76,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 
 // TestNewChecksEngine covers the checks New makes on the engine.
 func TestNewChecksEngine(t *testing.T) {
-	if engine.skip != "" {
-		t.Skip("skipping: " + engine.skip)
-	}
+	requireEngine(t)
 	t.Parallel()
 	good := Config{Cluster: engine.cluster, Node: "checks", Network: engine.network, PodCIDR: "10.0.0.0/24", PauseImage: engine.image}
 	tests := []struct {

@@ -35,9 +35,7 @@ type fixture struct {
 // no engine answers.
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	if engine.skip != "" {
-		t.Skip("skipping: " + engine.skip)
-	}
+	requireEngine(t)
 	n := nodes.Add(1)
 	cfg := Config{
 		Cluster:    engine.cluster,

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math/big"
@@ -27,7 +28,18 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/klab-dev/klab/cluster/runtime/docker/labels"
+	"github.com/klab-dev/klab/internal/testenv"
 )
+
+// requireEngine marks the test as end-to-end and skips it when no Docker
+// engine answers.
+func requireEngine(t *testing.T) {
+	t.Helper()
+	testenv.EndToEnd(t)
+	if engine.skip != "" {
+		t.Skip("skipping: " + engine.skip)
+	}
+}
 
 // engine is what TestMain set up on the Docker engine for the tests: a
 // test cluster name, a network with a known subnet, and an image built FROM
@@ -48,7 +60,14 @@ var engine struct {
 }
 
 func TestMain(m *testing.M) {
+	// testing.Short needs the flags parsed; m.Run would parse them later.
+	flag.Parse()
 	code := func() int {
+		if testing.Short() {
+			// Every test that needs the engine is end-to-end and
+			// skipped (see requireEngine): nothing to set up.
+			return m.Run()
+		}
 		if err := setUpEngine(); err != nil {
 			fmt.Fprintln(os.Stderr, "dockercri tests:", err)
 			tearDownEngine()
