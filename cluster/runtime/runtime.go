@@ -179,7 +179,7 @@ func (s ComponentSpec) Validate() error {
 		}
 	}
 	if set != 1 {
-		return fmt.Errorf("component %s: the spec must name exactly one thing to run, not %d", s.Ref, set)
+		return fmt.Errorf("the spec must name exactly one thing to run, not %d", set)
 	}
 	return nil
 }
@@ -217,11 +217,11 @@ func (s ComponentSpec) ServePort() (int, error) {
 	}
 	_, p, err := net.SplitHostPort(addr)
 	if err != nil {
-		return 0, fmt.Errorf("component %s: listen address %q: %w", s.Ref, addr, err)
+		return 0, fmt.Errorf("listen address %q: %w", addr, err)
 	}
 	port, err := strconv.Atoi(p)
 	if err != nil || port <= 0 || port > 65535 {
-		return 0, fmt.Errorf("component %s: listen address %q has no valid port", s.Ref, addr)
+		return 0, fmt.Errorf("listen address %q has no valid port", addr)
 	}
 	return port, nil
 }

@@ -152,7 +152,7 @@ func (r *Runtime) nodeAt(addr string) (string, bool) {
 // CreateComponent registers a component on a created node.
 func (r *Runtime) CreateComponent(ctx context.Context, spec runtime.ComponentSpec) error {
 	if err := spec.Validate(); err != nil {
-		return fmt.Errorf("create %w", err)
+		return fmt.Errorf("create component %s: %w", spec.Ref, err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
