@@ -11,8 +11,10 @@ import (
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/ui/common"
 	"github.com/klab-dev/klab/ui/internal/uitest"
 	"github.com/klab-dev/klab/ui/keys"
+	"github.com/klab-dev/klab/ui/kubestate"
 	"github.com/klab-dev/klab/ui/labio"
 )
 
@@ -213,31 +215,47 @@ var _ = labio.ActionMsg{}
 func keysDefault() *keys.KeyMap { return keys.Default() }
 
 // feedView is a live view whose feed sends feedItems, told when it is
-// shown.
-type feedView struct{ shown []bool }
+// shown; it counts the keys it is given.
+type feedView struct {
+	shown []bool
+	keys  int
+}
 
 type feedItem struct{}
 
 func (*feedView) SetSize(int, int)                         {}
 func (*feedView) Start(context.Context, *lab.Info) tea.Cmd { return nil }
-func (*feedView) Update(tea.Msg) tea.Cmd                   { return nil }
-func (*feedView) HandleKey(tea.KeyMsg) (tea.Cmd, bool)     { return nil, false }
-func (*feedView) Keys() []key.Binding                      { return nil }
-func (*feedView) Render() string                           { return "events" }
+func (*feedView) ShortHelp() []key.Binding                 { return nil }
+func (*feedView) FullHelp() [][]key.Binding                { return nil }
+func (*feedView) View() string                             { return "events" }
 func (v *feedView) Show(shown bool) tea.Cmd                { v.shown = append(v.shown, shown); return nil }
 func (*feedView) Owns(msg tea.Msg) bool                    { _, ok := msg.(feedItem); return ok }
+func (v *feedView) Update(msg tea.Msg) tea.Cmd {
+	if _, ok := msg.(tea.KeyMsg); ok {
+		v.keys++
+	}
+	return nil
+}
 
-// A view's feed changes nothing on the screen while another view is shown,
-// and everything else may. A view that asks is told when it is shown and
-// hidden.
-func TestUnseen(t *testing.T) {
+// feedFixture returns a workspace on the Raft fixture whose Events view is
+// a feedView.
+func feedFixture(t *testing.T) (*Model, *feedView) {
+	t.Helper()
 	c := uitest.Setup(t, i18n.English)
 	info, st := uitest.Raft(3)
 	fv := &feedView{}
-	m := New(c, uitest.NewLab(info, false), st, Options{Views: map[ViewID]LiveView{ViewEvents: fv}})
+	m := New(c, uitest.NewLab(info, false), st, Options{Views: map[ViewID]common.View{ViewEvents: fv}})
 	m.SetSize(120, 40)
-	if !m.Unseen(feedItem{}) {
-		t.Error("the Events feed is seen while the Raft view is shown")
+	return m, fv
+}
+
+// A view's feed changes nothing on the screen while another view is shown,
+// and everything else may. The views are told when they are shown and
+// hidden.
+func TestUnseen(t *testing.T) {
+	m, fv := feedFixture(t)
+	if !m.Unseen(feedItem{}) || !m.Unseen(kubestate.UpdateMsg{}) {
+		t.Error("the Events feed or the Overview's is seen while the Raft view is shown")
 	}
 	if m.Unseen(labio.ObservationsMsg{}) || m.Unseen(uitest.Key("x")) {
 		t.Error("the Observer's batches and keys must count as seen")
@@ -249,5 +267,22 @@ func TestUnseen(t *testing.T) {
 	press(m, "2", "1")
 	if !slices.Equal(fv.shown, []bool{true, false}) {
 		t.Errorf("the Events view was told shown %v; want shown, then hidden", fv.shown)
+	}
+	if m.Unseen(kubestate.UpdateMsg{}) {
+		t.Error("the Overview's feed is unseen while the Overview is shown")
+	}
+}
+
+// Keys go to the view shown, and only to it; the views' own keys and the
+// workspace's stay with the workspace.
+func TestKeysGoToTheViewShown(t *testing.T) {
+	m, fv := feedFixture(t)
+	press(m, "x", "down")
+	if fv.keys != 0 {
+		t.Errorf("the hidden Events view was given %d keys", fv.keys)
+	}
+	press(m, "5", "x", "down", "1")
+	if fv.keys != 2 || m.ViewID() != ViewOverview {
+		t.Errorf("the Events view shown was given %d keys, want 2 (x, down); view %v", fv.keys, m.ViewID())
 	}
 }

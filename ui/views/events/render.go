@@ -39,8 +39,8 @@ func (v *View) eventRows() int {
 	return max(upper-paneChrome, 1)
 }
 
-// Render draws the view.
-func (v *View) Render() string {
+// View draws the view.
+func (v *View) View() string {
 	w, h := v.width, v.height
 	if w <= 0 || h <= 0 {
 		return ""

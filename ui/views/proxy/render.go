@@ -39,8 +39,8 @@ type column struct {
 	width int
 }
 
-// Render draws the view.
-func (v *View) Render() string {
+// View draws the view.
+func (v *View) View() string {
 	w, h := v.width, v.height
 	if w <= 0 || h <= 0 {
 		return ""

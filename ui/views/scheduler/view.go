@@ -47,6 +47,8 @@ type View struct {
 	selected string
 }
 
+var _ common.View = (*View)(nil)
+
 // New returns the Scheduler view, not yet following any cluster.
 func New(c *common.Common) *View { return &View{c: c, loc: time.Local, follow: true} }
 
@@ -83,15 +85,23 @@ func (v *View) Start(ctx context.Context, info *lab.Info) tea.Cmd {
 	return tea.Batch(start, f.Next())
 }
 
+// Show does nothing: the decisions are followed shown or not, since a
+// student looks for the ones made while another view was shown.
+func (v *View) Show(bool) tea.Cmd { return nil }
+
 // Owns reports whether msg is a batch of the view's feed.
 func (v *View) Owns(msg tea.Msg) bool {
 	_, ok := v.feed.Take(msg)
 	return ok
 }
 
-// Update takes the view's feed batches and waits for the next one; every
-// other message is ignored.
+// Update takes the view's feed batches and waits for the next one, and
+// keys while the view is shown; every other message is ignored.
 func (v *View) Update(msg tea.Msg) tea.Cmd {
+	if km, ok := msg.(tea.KeyMsg); ok {
+		v.handleKey(km)
+		return nil
+	}
 	b, ok := v.feed.Take(msg)
 	if !ok {
 		return nil
@@ -157,9 +167,9 @@ func (v *View) current() int {
 	return 0
 }
 
-// HandleKey moves the selection: up to more recent pods, down to older
+// handleKey moves the selection: up to more recent pods, down to older
 // ones. Back at the most recent, the selection follows new pods again.
-func (v *View) HandleKey(msg tea.KeyMsg) (tea.Cmd, bool) {
+func (v *View) handleKey(msg tea.KeyMsg) {
 	k := v.c.Keys
 	n := len(v.pods.list)
 	i := v.current()
@@ -169,16 +179,15 @@ func (v *View) HandleKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 	case key.Matches(msg, k.Down) && n > 0:
 		i = min(i+1, n-1)
 	default:
-		return nil, false
+		return
 	}
 	v.follow = i == 0
 	v.selected = v.pods.list[i].Key
-	return nil, true
 }
 
-// Keys lists the keys that work now: choosing a pod, when there are
+// ShortHelp lists the keys that work now: choosing a pod, when there are
 // several.
-func (v *View) Keys() []key.Binding {
+func (v *View) ShortHelp() []key.Binding {
 	if len(v.pods.list) < 2 {
 		return nil
 	}
@@ -188,8 +197,11 @@ func (v *View) Keys() []key.Binding {
 	return []key.Binding{up, down}
 }
 
-// Render draws the view.
-func (v *View) Render() string {
+// FullHelp lists the keys that work now, as one group.
+func (v *View) FullHelp() [][]key.Binding { return [][]key.Binding{v.ShortHelp()} }
+
+// View draws the view.
+func (v *View) View() string {
 	w, h := v.width, v.height
 	if w <= 0 || h <= 0 {
 		return ""
