@@ -59,6 +59,10 @@ type View interface {
 	// Update takes a message: the view's own sources', one the workspace
 	// passes to every view, or a key while the view is shown.
 	Update(msg tea.Msg) tea.Cmd
+	// Typing reports whether the view takes keys as text now (a filter
+	// being typed): then every key but Ctrl-C is the view's, even those
+	// that mean something everywhere else (q, ?, L, the views' numbers).
+	Typing() bool
 	// View draws the view in its size.
 	View() string
 }

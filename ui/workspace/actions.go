@@ -41,8 +41,8 @@ func (m *Model) busy(key string, args ...any) {
 }
 
 // handleKey routes a key: the command line takes every key while it is
-// open; then come the workspace's own keys (views, lesson steps, focus),
-// then the focused pane's.
+// open, and the view shown while it takes text; otherwise come the
+// workspace's own keys (views, lesson steps, focus), then the view's.
 func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	k := m.c.Keys
 	if m.cmdline.Active() {
@@ -51,6 +51,9 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 			m.layout() // esc closed it: the view takes the room back
 		}
 		return cmd
+	}
+	if v := m.shownView(); v.Typing() {
+		return v.Update(msg)
 	}
 	switch {
 	case key.Matches(msg, k.Back):

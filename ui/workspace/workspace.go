@@ -407,9 +407,12 @@ func (m *Model) update(msg tea.Msg) (*Model, tea.Cmd) {
 	return m, tea.Batch(cmds...)
 }
 
-// Typing reports whether keys are text for the command line, so that the
-// keys that mean something everywhere (L, ?) are typed instead.
-func (m *Model) Typing() bool { return m.cmdline.Active() && !m.closing && m.dialog == nil }
+// Typing reports whether keys are text, for the command line or for the
+// view shown, so that the keys that mean something everywhere (L, ?) are
+// typed instead.
+func (m *Model) Typing() bool {
+	return (m.cmdline.Active() || m.shownView().Typing()) && !m.closing && m.dialog == nil
+}
 
 // ShortHelp lists the keys that work now, for the footer.
 func (m *Model) ShortHelp() []key.Binding {
@@ -422,6 +425,9 @@ func (m *Model) ShortHelp() []key.Binding {
 	}
 	if m.cmdline.Active() {
 		return m.cmdline.Keys()
+	}
+	if v := m.shownView(); v.Typing() {
+		return v.ShortHelp()
 	}
 	// The footer is cut at the screen's width: what the focused pane
 	// offers first, then the keys to find all the others (?) and to
@@ -483,6 +489,3 @@ func (m *Model) shownView() common.View {
 
 // viewKeys are the keys the view shown offers now.
 func (m *Model) viewKeys() []key.Binding { return m.shownView().ShortHelp() }
-
-// QuitAllowed reports whether q means quit now.
-func (m *Model) QuitAllowed() bool { return m.dialog == nil && !m.closing && !m.cmdline.Active() }

@@ -16,6 +16,7 @@ import (
 	"github.com/klab-dev/klab/ui/keys"
 	"github.com/klab-dev/klab/ui/kubestate"
 	"github.com/klab-dev/klab/ui/labio"
+	"github.com/klab-dev/klab/ui/views/events"
 )
 
 // fixture returns a workspace on the Raft fixture with a twin lab.
@@ -230,6 +231,7 @@ func (*feedView) FullHelp() [][]key.Binding                { return nil }
 func (*feedView) View() string                             { return "events" }
 func (v *feedView) Show(shown bool) tea.Cmd                { v.shown = append(v.shown, shown); return nil }
 func (*feedView) Owns(msg tea.Msg) bool                    { _, ok := msg.(feedItem); return ok }
+func (*feedView) Typing() bool                             { return false }
 func (v *feedView) Update(msg tea.Msg) tea.Cmd {
 	if _, ok := msg.(tea.KeyMsg); ok {
 		v.keys++
@@ -284,5 +286,41 @@ func TestKeysGoToTheViewShown(t *testing.T) {
 	press(m, "5", "x", "down", "1")
 	if fv.keys != 2 || m.ViewID() != ViewOverview {
 		t.Errorf("the Events view shown was given %d keys, want 2 (x, down); view %v", fv.keys, m.ViewID())
+	}
+}
+
+// While the Events view's filter is being typed, every key is text for it,
+// the workspace's own (q, the views' numbers, :) and the root's (?, L,
+// which the root leaves to a workspace that is typing) included; the
+// footer offers only the filter's keys. Once the filter is kept, q quits
+// again.
+func TestFilterTakesEveryKey(t *testing.T) {
+	c := uitest.Setup(t, i18n.English)
+	info, st := uitest.Raft(3)
+	ev := events.New(c)
+	ev.Start(context.Background(), info) // its feeds are not run: they would look for a cluster
+	m := New(c, uitest.NewLab(info, true), st, Options{Views: map[ViewID]common.View{ViewEvents: ev}})
+	m.SetSize(120, 40)
+	press(m, "5", "/")
+	if !m.Typing() {
+		t.Fatal("the workspace is not typing while the filter is open")
+	}
+	press(m, "q", "2", ":", "?", "L", "1")
+	if m.dialog != nil || m.ViewID() != ViewEvents || m.cmdline.Active() {
+		t.Fatalf("a key typed in the filter acted: dialog %v, view %v, command line open %v", m.dialog, m.ViewID(), m.cmdline.Active())
+	}
+	if got := m.View(); !strings.Contains(got, "q2:?L1") {
+		t.Errorf("the filter does not show what was typed:\n%s", got)
+	}
+	if got := m.Footer(m.ShortHelp()); !strings.Contains(got, "keep filter") || strings.Contains(got, "quit") {
+		t.Errorf("the footer while typing offers keys that do not work: %s", got)
+	}
+	press(m, "enter")
+	if m.Typing() {
+		t.Fatal("the workspace still types once the filter is kept")
+	}
+	press(m, "q")
+	if m.dialog == nil {
+		t.Error("q did not ask to quit once the filter was kept")
 	}
 }

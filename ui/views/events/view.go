@@ -298,6 +298,9 @@ func (v *View) move(msg tea.KeyMsg) {
 	}
 }
 
+// Typing reports whether the filter is being typed.
+func (v *View) Typing() bool { return v.editing }
+
 // ShortHelp lists the keys that work now.
 func (v *View) ShortHelp() []key.Binding {
 	k := v.c.Keys

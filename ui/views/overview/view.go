@@ -95,6 +95,9 @@ func (v *View) Update(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
+// Typing reports false: the Overview takes no text.
+func (v *View) Typing() bool { return false }
+
 // ShortHelp lists no keys: the Overview only shows.
 func (v *View) ShortHelp() []key.Binding { return nil }
 

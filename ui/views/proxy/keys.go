@@ -94,6 +94,9 @@ func (v *View) handleKey(msg tea.KeyMsg) tea.Cmd {
 	return nil
 }
 
+// Typing reports false: the Proxy view takes no text.
+func (v *View) Typing() bool { return false }
+
 // ShortHelp lists the keys that do something now.
 func (v *View) ShortHelp() []key.Binding {
 	k := v.c.Keys

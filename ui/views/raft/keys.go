@@ -89,6 +89,9 @@ func (v *View) Update(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
+// Typing reports false: the Raft view takes no text.
+func (v *View) Typing() bool { return false }
+
 // ShortHelp lists the keys that work now.
 func (v *View) ShortHelp() []key.Binding {
 	kas := v.keyActions()

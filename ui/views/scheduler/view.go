@@ -185,6 +185,9 @@ func (v *View) handleKey(msg tea.KeyMsg) {
 	v.selected = v.pods.list[i].Key
 }
 
+// Typing reports false: the Scheduler view takes no text.
+func (v *View) Typing() bool { return false }
+
 // ShortHelp lists the keys that work now: choosing a pod, when there are
 // several.
 func (v *View) ShortHelp() []key.Binding {
