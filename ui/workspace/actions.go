@@ -57,6 +57,11 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	}
 	switch {
 	case key.Matches(msg, k.Back):
+		// esc closes what the view shown offers to close (an
+		// explanation, a filter) before it clears the status line.
+		if v := m.shownView(); key.Matches(msg, v.ShortHelp()...) {
+			return v.Update(msg)
+		}
 		m.status = status{}
 		return nil
 	case key.Matches(msg, k.Command):

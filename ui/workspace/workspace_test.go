@@ -216,17 +216,18 @@ var _ = labio.ActionMsg{}
 func keysDefault() *keys.KeyMap { return keys.Default() }
 
 // feedView is a live view whose feed sends feedItems, told when it is
-// shown; it counts the keys it is given.
+// shown; it offers the keys in offers and counts the keys it is given.
 type feedView struct {
-	shown []bool
-	keys  int
+	shown  []bool
+	offers []key.Binding
+	keys   int
 }
 
 type feedItem struct{}
 
 func (*feedView) SetSize(int, int)                         {}
 func (*feedView) Start(context.Context, *lab.Info) tea.Cmd { return nil }
-func (*feedView) ShortHelp() []key.Binding                 { return nil }
+func (v *feedView) ShortHelp() []key.Binding               { return v.offers }
 func (*feedView) FullHelp() [][]key.Binding                { return nil }
 func (*feedView) View() string                             { return "events" }
 func (v *feedView) Show(shown bool) tea.Cmd                { v.shown = append(v.shown, shown); return nil }
@@ -322,5 +323,23 @@ func TestFilterTakesEveryKey(t *testing.T) {
 	press(m, "q")
 	if m.dialog == nil {
 		t.Error("q did not ask to quit once the filter was kept")
+	}
+}
+
+// esc goes to the view shown when it offers esc (to close an explanation
+// or a filter); otherwise it clears the status line.
+func TestEscToTheViewThatOffersIt(t *testing.T) {
+	m, fv := feedFixture(t)
+	press(m, "5")
+	m.status = status{msg: i18n.M("ui.done.healed")}
+	press(m, "esc")
+	if fv.keys != 0 || m.status.text() != "" {
+		t.Fatalf("esc offered by no view: the view got %d keys, the status is %q", fv.keys, m.status.text())
+	}
+	fv.offers = []key.Binding{m.c.Keys.Back}
+	m.status = status{msg: i18n.M("ui.done.healed")}
+	press(m, "esc")
+	if fv.keys != 1 || m.status.text() == "" {
+		t.Errorf("esc offered by the view: the view got %d keys, the status is %q", fv.keys, m.status.text())
 	}
 }
