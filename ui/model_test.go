@@ -106,6 +106,9 @@ func TestFullHelp(t *testing.T) {
 // view with a real leader, kill it, see a new one, and quit keeping the
 // data.
 func TestHomeStartWorkspace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a local cluster")
+	}
 	testHome(t)
 	m := newModel(t)
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 40))

@@ -1,15 +1,16 @@
 // Package ui is klab's terminal user interface, built on Bubble Tea: a
 // home screen to start a cluster or attach to a running one, then a
-// workspace with live views (Overview, Raft) drawn from the cluster's
-// Observer stream. It depends on cluster/lab; nothing in cluster/ imports
-// it.
+// workspace with five live views (Overview, Raft, Scheduler, Proxy,
+// Events) and a lesson pane. It depends on cluster/lab; nothing in
+// cluster/ imports it.
 //
 // The layout follows soft-serve's and glow's: one root model (model.go)
 // holding the screens, one Styles (styles/) and one KeyMap (keys/) shared
-// through common.Common, one folder per pane or view, and every I/O in a
-// tea.Cmd (labio/). Views are pure functions of labstate.State, which the
-// workspace folds from the Observer's stream; nothing ticks while nothing
-// happens.
+// through common.Common, one folder per pane or view, every live view
+// keeping one contract (common.View), and every I/O in a tea.Cmd
+// (labio/). The views draw the etcd members' labstate.State, which the
+// workspace folds from the Observer's stream, and what they follow
+// themselves; nothing ticks while nothing happens.
 package ui
 
 import (
@@ -65,19 +66,19 @@ type Options struct {
 	// StartFeed and Convert feed the lesson's checks.
 	StartFeed func(ctx context.Context, info *lab.Info) workspace.LessonFeed
 	Convert   func(o lab.Observation, members []lab.MemberInfo) []lessons.Observation
-	// Views builds the views with feeds of their own for a workspace.
-	Views func(c *common.Common) map[workspace.ViewID]workspace.LiveView
+	// Views builds a workspace's views besides Overview and Raft.
+	Views func(c *common.Common) map[workspace.ViewID]common.View
 
 	// lesson and step are Lesson resolved.
 	lesson *lessons.Lesson
 	step   int
 }
 
-// DefaultViews are the views with feeds of their own: the scheduler's
+// DefaultViews are the views besides Overview and Raft: the scheduler's
 // decisions, the kube-proxies' rules and traffic, the events and the API
 // requests.
-func DefaultViews(c *common.Common) map[workspace.ViewID]workspace.LiveView {
-	return map[workspace.ViewID]workspace.LiveView{
+func DefaultViews(c *common.Common) map[workspace.ViewID]common.View {
+	return map[workspace.ViewID]common.View{
 		workspace.ViewScheduler: scheduler.New(c),
 		workspace.ViewProxy:     proxy.New(c),
 		workspace.ViewEvents:    events.New(c),

@@ -1,16 +1,19 @@
-// Package common is what every part of the TUI shares: the size it may
-// draw in, the styles, the key map and the clock, and the small contract a
-// pane keeps.
+// Package common is what every part of the TUI shares: the styles, the key
+// map and the clock; the contract every live view keeps; and the text
+// helpers that measure in terminal cells.
 package common
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/klab-dev/klab/cluster/lab"
 	"github.com/klab-dev/klab/ui/keys"
 	"github.com/klab-dev/klab/ui/styles"
 )
@@ -29,12 +32,39 @@ func New() *Common {
 	return &Common{Styles: styles.DefaultStyles(), Keys: keys.Default(), Now: time.Now}
 }
 
-// Component is what a pane offers the root model: it draws in the size it
-// is given and says which keys work in it right now.
-type Component interface {
+// View is the one contract of the workspace's live views (Overview, Raft,
+// Scheduler, Proxy, Events), as soft-serve's Component is its panes': the
+// workspace holds them alike. It gives each view its size and starts it on
+// the cluster; it passes every message to every view, and keys only to the
+// view shown; it draws the view shown, and builds the footer and the full
+// help from its ShortHelp and FullHelp (help.KeyMap), which list the keys
+// that work in it now.
+//
+// A view may follow sources of its own besides what the workspace folds
+// for all (the etcd members' state). Owns says which messages come from
+// them: while the view is hidden, they change nothing on the screen and
+// cost no frame. Show tells the view when it is shown and hidden, for the
+// sources worth following only while they can be seen.
+type View interface {
 	help.KeyMap
-	// SetSize gives the pane its width and height in cells.
+	// SetSize gives the view its width and height in cells.
 	SetSize(width, height int)
+	// Start follows the cluster info describes until ctx ends,
+	// forgetting what the view knew of another.
+	Start(ctx context.Context, info *lab.Info) tea.Cmd
+	// Show tells the view that it is now shown, or now hidden.
+	Show(shown bool) tea.Cmd
+	// Owns reports whether msg comes from a source the view follows.
+	Owns(msg tea.Msg) bool
+	// Update takes a message: the view's own sources', one the workspace
+	// passes to every view, or a key while the view is shown.
+	Update(msg tea.Msg) tea.Cmd
+	// Typing reports whether the view takes keys as text now (a filter
+	// being typed): then every key but Ctrl-C is the view's, even those
+	// that mean something everywhere else (q, ?, L, the views' numbers).
+	Typing() bool
+	// View draws the view in its size.
+	View() string
 }
 
 // Enabled returns the bindings that are enabled, in order: a pane builds

@@ -2,7 +2,9 @@ package common
 
 import (
 	"strings"
+	"time"
 
+	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 )
 
@@ -37,6 +39,15 @@ func Pad(s string, width int) string {
 	return s
 }
 
+// PadLeft fits s to exactly width cells, aligned right.
+func PadLeft(s string, width int) string {
+	s = Fit(s, width)
+	if w := Width(s); w < width {
+		s = strings.Repeat(" ", width-w) + s
+	}
+	return s
+}
+
 // Pack lays items out in lines of at most width cells, as many to a line as
 // fit, separated by sep. An item wider than a line gets a line of its own,
 // cut to fit.
@@ -64,6 +75,39 @@ func Pack(items []string, width int, sep string) []string {
 		lines = append(lines, cur)
 	}
 	return lines
+}
+
+// Wrap breaks plain text into lines of at most width cells at spaces
+// (never fewer than 8 cells of text), each line starting with indent,
+// which counts in the width.
+func Wrap(text string, width int, indent string) []string {
+	lines := Pack(strings.Fields(text), max(width-Width(indent), 8), " ")
+	if len(lines) == 0 {
+		return []string{indent}
+	}
+	for i := range lines {
+		lines[i] = indent + lines[i]
+	}
+	return lines
+}
+
+// WrapStyled wraps text as Wrap does and styles every line after its
+// indent.
+func WrapStyled(style lipgloss.Style, text string, width int, indent string) []string {
+	lines := Wrap(text, width, indent)
+	for i, l := range lines {
+		lines[i] = indent + style.Render(strings.TrimPrefix(l, indent))
+	}
+	return lines
+}
+
+// Clock is the time of day of t in loc, as tables show it; "" for the
+// zero time.
+func Clock(t time.Time, loc *time.Location) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.In(loc).Format("15:04:05")
 }
 
 // JoinFitting joins as many of parts (in order of importance) as fit in

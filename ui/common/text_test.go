@@ -52,3 +52,46 @@ func TestOverlayWideCharacters(t *testing.T) {
 		}
 	}
 }
+
+func TestWrap(t *testing.T) {
+	tests := []struct {
+		name   string
+		text   string
+		width  int
+		indent string
+		want   []string
+	}{
+		{"fits", "one two", 20, "", []string{"one two"}},
+		{"breaks at spaces", "one two three four", 9, "", []string{"one two", "three", "four"}},
+		{"indent counts in the width", "one two three", 9, "  ", []string{"  one two", "  three"}},
+		{"never narrower than eight cells", "one two three", 2, "", []string{"one two", "three"}},
+		{"wide characters take two cells", "가나 다라 마바", 10, "", []string{"가나 다라", "마바"}},
+		{"nothing leaves the indent", "   ", 10, "  ", []string{"  "}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Wrap(tt.text, tt.width, tt.indent)
+			if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+				t.Errorf("Wrap(%q, %d, %q) = %q, want %q", tt.text, tt.width, tt.indent, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPadLeft(t *testing.T) {
+	tests := []struct {
+		s     string
+		width int
+		want  string
+	}{
+		{"42", 5, "   42"},
+		{"가나", 5, " 가나"},
+		{"toolong", 4, "too…"},
+		{"same", 4, "same"},
+	}
+	for _, tt := range tests {
+		if got := PadLeft(tt.s, tt.width); got != tt.want {
+			t.Errorf("PadLeft(%q, %d) = %q, want %q", tt.s, tt.width, got, tt.want)
+		}
+	}
+}

@@ -24,7 +24,7 @@ const (
 )
 
 // UpdateMsg carries what changed since the feed's last message. The
-// workspace folds it into its State with Apply and runs Next to wait for
+// Overview folds it into its State with Apply and runs Next to wait for
 // the following one.
 type UpdateMsg struct {
 	feed    *feed

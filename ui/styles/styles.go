@@ -65,6 +65,23 @@ type Styles struct {
 		Node, NodeTitle, Key, Value, Muted lipgloss.Style
 		Healthy, Unhealthy                 lipgloss.Style
 	}
+	// Scheduler is the Scheduler view: the node a scheduler chose (and
+	// the scheduler that leads) in the leader's colour.
+	Scheduler struct {
+		Title, Text, Muted, Good, Bad, Warn, Chosen, Selected lipgloss.Style
+	}
+	// Proxy is the Proxy view: the rules a change added and removed, and
+	// the bars of a burst's answers.
+	Proxy struct {
+		Title, Value, Muted, Selected lipgloss.Style
+		Good, Bad, Busy               lipgloss.Style
+		Added, Removed                lipgloss.Style
+		Bar, FailBar, Rule            lipgloss.Style
+	}
+	// Events is the Events view: Warnings, the filter's prompt.
+	Events struct {
+		Title, Text, Muted, Good, Bad, Warn, Selected, Prompt lipgloss.Style
+	}
 	// Lesson is the lesson pane.
 	Lesson struct {
 		Title, TitleFocused, Step, StepTitle, Rule, Muted lipgloss.Style
@@ -170,6 +187,37 @@ func DefaultStyles() *Styles {
 	s.Overview.Muted = fg(colorMuted)
 	s.Overview.Healthy = fg(colorGood)
 	s.Overview.Unhealthy = fg(colorBad).Bold(true)
+
+	s.Scheduler.Title = fg(colorText).Bold(true)
+	s.Scheduler.Text = fg(colorText)
+	s.Scheduler.Muted = fg(colorMuted)
+	s.Scheduler.Good = fg(colorGood)
+	s.Scheduler.Bad = fg(colorBad).Bold(true)
+	s.Scheduler.Warn = fg(colorCandid)
+	s.Scheduler.Chosen = fg(colorLeader).Bold(true)
+	s.Scheduler.Selected = fg(colorAccent).Bold(true)
+
+	s.Proxy.Title = fg(colorText).Bold(true)
+	s.Proxy.Value = fg(colorText)
+	s.Proxy.Muted = fg(colorMuted)
+	s.Proxy.Selected = fg(colorAccent).Bold(true)
+	s.Proxy.Good = fg(colorGood)
+	s.Proxy.Bad = fg(colorBad).Bold(true)
+	s.Proxy.Busy = fg(colorCandid)
+	s.Proxy.Added = fg(colorGood)
+	s.Proxy.Removed = fg(colorBad)
+	s.Proxy.Bar = fg(colorApp)
+	s.Proxy.FailBar = fg(colorBad)
+	s.Proxy.Rule = fg(colorSubtle)
+
+	s.Events.Title = fg(colorText).Bold(true)
+	s.Events.Text = fg(colorText)
+	s.Events.Muted = fg(colorMuted)
+	s.Events.Good = fg(colorGood)
+	s.Events.Bad = fg(colorBad).Bold(true)
+	s.Events.Warn = fg(colorCandid)
+	s.Events.Selected = fg(colorAccent).Bold(true)
+	s.Events.Prompt = fg(colorAccent).Bold(true)
 
 	s.Lesson.Title = fg(colorText).Bold(true)
 	s.Lesson.TitleFocused = fg(colorAccent).Bold(true)

@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -42,8 +41,8 @@ func (m *Model) busy(key string, args ...any) {
 }
 
 // handleKey routes a key: the command line takes every key while it is
-// open; then come the workspace's own keys (views, lesson steps, focus),
-// then the focused pane's.
+// open, and the view shown while it takes text; otherwise come the
+// workspace's own keys (views, lesson steps, focus), then the view's.
 func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	k := m.c.Keys
 	if m.cmdline.Active() {
@@ -53,8 +52,16 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		}
 		return cmd
 	}
+	if v := m.shownView(); v.Typing() {
+		return v.Update(msg)
+	}
 	switch {
 	case key.Matches(msg, k.Back):
+		// esc closes what the view shown offers to close (an
+		// explanation, a filter) before it clears the status line.
+		if v := m.shownView(); key.Matches(msg, v.ShortHelp()...) {
+			return v.Update(msg)
+		}
 		m.status = status{}
 		return nil
 	case key.Matches(msg, k.Command):
@@ -75,7 +82,7 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		return tea.Quit
 	}
 	for id, b := range map[ViewID]key.Binding{ViewOverview: k.Overview, ViewRaft: k.Raft, ViewScheduler: k.Scheduler, ViewProxy: k.Proxy, ViewEvents: k.Events} {
-		if key.Matches(msg, b) && (id <= ViewRaft || m.views[id] != nil) {
+		if key.Matches(msg, b) && m.views[id] != nil {
 			m.view = id
 			return nil
 		}
@@ -83,52 +90,37 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	if cmd, ok := m.lessonKey(msg); ok {
 		return cmd
 	}
-	switch m.view {
-	case ViewRaft:
-		if m.lab == nil {
-			return nil
-		}
-		// Only keys the Raft view offers right now act; the others would
-		// do nothing useful and the footer does not list them.
-		for _, b := range raft.Keys(m.c, m.state) {
-			if key.Matches(msg, b) {
-				return m.raftAction(b)
-			}
-		}
-	case ViewOverview:
-	default:
-		if v := m.views[m.view]; v != nil {
-			cmd, _ := v.HandleKey(msg)
-			return cmd
-		}
-	}
-	return nil
+	return m.shownView().Update(msg)
 }
 
-func (m *Model) raftAction(b key.Binding) tea.Cmd {
-	k := m.c.Keys
-	clock := m.state.Clock()
-	speed := lab.SlowdownOf(clock.TickInterval)
-	switch {
-	case same(b, k.Pause): // space: pause or resume
-		paused := !clock.Paused
-		if paused {
-			m.busy("ui.act.pausing")
-			return labio.Clock(m.lab, "pause", etcd.ClockRequest{Paused: &paused})
-		}
+// raftAction does what a key of the Raft view asks of the cluster. An
+// action asked for just before a dialog opened or the lab began closing
+// is dropped, as its key would have been.
+func (m *Model) raftAction(a raft.Action) tea.Cmd {
+	if m.lab == nil || m.closing || m.dialog != nil {
+		return nil
+	}
+	speed := lab.SlowdownOf(m.state.Clock().TickInterval)
+	switch a {
+	case raft.Pause:
+		m.busy("ui.act.pausing")
+		paused := true
+		return labio.Clock(m.lab, "pause", etcd.ClockRequest{Paused: &paused})
+	case raft.Resume:
 		m.busy("ui.act.resuming")
+		paused := false
 		return labio.Clock(m.lab, "resume", etcd.ClockRequest{Paused: &paused})
-	case same(b, k.Step):
+	case raft.Step:
 		m.busy("ui.act.stepping")
 		return labio.Clock(m.lab, "step", etcd.ClockRequest{Step: 1})
-	case same(b, k.Slower):
+	case raft.Slower:
 		return m.setSpeed(speed + 1)
-	case same(b, k.Faster):
+	case raft.Faster:
 		return m.setSpeed(speed - 1)
-	case same(b, k.Kill):
+	case raft.Kill:
 		m.busy("ui.act.killing")
 		return labio.Chaos(m.lab, "kill", lab.ChaosRequest{Op: lab.OpKill, Targets: []string{lab.TargetLeader}})
-	case same(b, k.Partition):
+	case raft.Partition:
 		var names []string
 		cursor := 0
 		for i := range m.state.Members {
@@ -139,17 +131,17 @@ func (m *Model) raftAction(b key.Binding) tea.Cmd {
 		}
 		m.dialog = chooser("ui.dlg.partition", "partition", names, cursor)
 		return nil
-	case same(b, k.Heal):
+	case raft.Heal:
 		m.busy("ui.act.healing")
 		return labio.Chaos(m.lab, "heal", lab.ChaosRequest{Op: lab.OpHeal})
-	case same(b, k.Restart):
+	case raft.Restart:
 		names := raft.Restartable(m.state)
 		if len(names) == 1 {
 			return m.restart(names[0])
 		}
 		m.dialog = chooser("ui.dlg.restart", "restart", names, 0)
 		return nil
-	case same(b, k.Write):
+	case raft.Write:
 		m.writes++
 		key := fmt.Sprintf("klab/demo/%d", m.writes)
 		m.busy("ui.act.writing", key)
@@ -157,9 +149,6 @@ func (m *Model) raftAction(b key.Binding) tea.Cmd {
 	}
 	return nil
 }
-
-// same reports whether two bindings answer the same keys.
-func same(a, b key.Binding) bool { return slices.Equal(a.Keys(), b.Keys()) }
 
 func (m *Model) setSpeed(i int) tea.Cmd {
 	i = max(0, min(i, len(lab.Slowdowns)-1))

@@ -14,6 +14,7 @@ import (
 	"github.com/klab-dev/klab/cluster/lab"
 	"github.com/klab-dev/klab/lessons"
 	"github.com/klab-dev/klab/lessons/live"
+	"github.com/klab-dev/klab/ui/common"
 	"github.com/klab-dev/klab/ui/internal/uitest"
 	"github.com/klab-dev/klab/ui/keys"
 	"github.com/klab-dev/klab/ui/labstate"
@@ -70,7 +71,7 @@ func lessonFixture(t *testing.T, lang i18n.Lang, width, height int) *Model {
 	m := New(c, uitest.NewLab(info, true), st, Options{
 		Lesson: l,
 		Run:    run,
-		Views: map[ViewID]LiveView{
+		Views: map[ViewID]common.View{
 			ViewScheduler: scheduler.New(c), ViewProxy: proxy.New(c), ViewEvents: events.New(c),
 		},
 	})

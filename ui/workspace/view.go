@@ -19,19 +19,7 @@ func (m *Model) View() string {
 	bw, bh := m.bodySize()
 	lw := m.lessonWidth()
 	vw := bw - lw
-	var live string
-	switch m.view {
-	case ViewOverview:
-		live = m.overview.Render(m.info, m.state, m.kube, m.comps)
-	case ViewRaft:
-		live = m.raft.Render(m.state)
-	default:
-		if v := m.views[m.view]; v != nil {
-			live = v.Render()
-		} else {
-			live = m.raft.Render(m.state)
-		}
-	}
+	live := m.shownView().View()
 	if m.cmdline.Active() {
 		live += "\n" + m.cmdline.Render()
 	}
@@ -50,8 +38,8 @@ func (m *Model) View() string {
 // lose their names, then the cluster's whereabouts, when space is short.
 func (m *Model) header() string {
 	s := m.c.Styles
-	ids := []ViewID{ViewOverview, ViewRaft}
-	for _, id := range []ViewID{ViewScheduler, ViewProxy, ViewEvents} {
+	var ids []ViewID
+	for id := ViewOverview; id <= ViewEvents; id++ {
 		if m.views[id] != nil {
 			ids = append(ids, id)
 		}

@@ -19,12 +19,10 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/klab-dev/klab/cluster/lab"
-	"github.com/klab-dev/klab/cluster/runtime"
 	"github.com/klab-dev/klab/lessons"
 	"github.com/klab-dev/klab/lessons/live"
 	"github.com/klab-dev/klab/ui/cmdline"
 	"github.com/klab-dev/klab/ui/common"
-	"github.com/klab-dev/klab/ui/kubestate"
 	"github.com/klab-dev/klab/ui/labio"
 	"github.com/klab-dev/klab/ui/labstate"
 	"github.com/klab-dev/klab/ui/views/lesson"
@@ -43,30 +41,6 @@ const (
 	ViewProxy
 	ViewEvents
 )
-
-// LiveView is a view that keeps its own feed (Scheduler, Proxy, Events):
-// the workspace starts it, passes it every message and the keys while it
-// is shown, and draws it.
-type LiveView interface {
-	SetSize(width, height int)
-	Start(ctx context.Context, info *lab.Info) tea.Cmd
-	Update(msg tea.Msg) tea.Cmd
-	HandleKey(msg tea.KeyMsg) (tea.Cmd, bool)
-	Keys() []key.Binding
-	Render() string
-}
-
-// A LiveView that knows its feeds' messages says so with Owns: while it is
-// not shown, they change nothing on the screen (Unseen).
-type feedOwner interface {
-	Owns(msg tea.Msg) bool
-}
-
-// A LiveView that follows some of its sources only while it is shown is
-// told with Show when it is shown and when hidden.
-type shower interface {
-	Show(shown bool) tea.Cmd
-}
 
 // LessonFeed is what the lesson's checks read besides the Observer: the
 // Kubernetes and etcd watches (lessons/live's Feed).
@@ -89,8 +63,9 @@ type Options struct {
 	StartFeed func(ctx context.Context, info *lab.Info) LessonFeed
 	// Convert turns an Observer observation into lesson observations.
 	Convert func(o lab.Observation, members []lab.MemberInfo) []lessons.Observation
-	// Views are the views with feeds of their own, by ID.
-	Views map[ViewID]LiveView
+	// Views are the views besides Overview and Raft (which the workspace
+	// makes, on its State), by ID.
+	Views map[ViewID]common.View
 }
 
 // Model is the workspace.
@@ -103,17 +78,13 @@ type Model struct {
 	state *labstate.State
 	view  ViewID
 
-	overview *overview.View
-	raft     *raft.View
-	views    map[ViewID]LiveView
+	// views are the live views by ID, Overview and Raft always among
+	// them.
+	views map[ViewID]common.View
 	// shown is the view the views were last told is shown (showViews).
 	shown ViewID
 	// active is when a key was last pressed or news last came.
 	active time.Time
-	comps  []runtime.ComponentInfo
-	// kube is the Kubernetes side (nodes, pods, leases, kube-proxies),
-	// from its own feed.
-	kube *kubestate.State
 
 	opts    Options
 	pane    *lesson.Pane
@@ -155,12 +126,12 @@ const (
 
 // New returns the workspace of l, drawn from st. Start begins observing.
 func New(c *common.Common, l labio.Lab, st *labstate.State, opts Options) *Model {
-	m := &Model{
-		c: c, lab: l, state: st, view: ViewRaft, overview: overview.New(c), raft: raft.New(c),
-		views: opts.Views, opts: opts, kube: &kubestate.State{},
-	}
-	if m.views == nil {
-		m.views = map[ViewID]LiveView{}
+	m := &Model{c: c, lab: l, state: st, view: ViewRaft, opts: opts, views: map[ViewID]common.View{
+		ViewOverview: overview.New(c, st),
+		ViewRaft:     raft.New(c, st),
+	}}
+	for id, v := range opts.Views {
+		m.views[id] = v
 	}
 	if l != nil {
 		m.info = l.Info()
@@ -200,9 +171,6 @@ func (m *Model) Start(ctx context.Context) tea.Cmd {
 	m.obs, m.observe, m.news = obs, obs.Observations(), obs.News()
 	m.active = time.Now()
 	cmds := []tea.Cmd{m.waitObservations(), m.components()}
-	if m.info.Kubeconfig != "" {
-		cmds = append(cmds, kubestate.Start(ctx, m.info))
-	}
 	for _, v := range m.views {
 		cmds = append(cmds, v.Start(ctx, m.info))
 	}
@@ -279,8 +247,6 @@ func (m *Model) layout() {
 	if m.pane != nil {
 		m.pane.SetSize(lw, bh)
 	}
-	m.overview.SetSize(vw, vh)
-	m.raft.SetSize(vw, vh)
 	for _, v := range m.views {
 		v.SetSize(vw, vh)
 	}
@@ -307,10 +273,10 @@ func (m *Model) components() tea.Cmd {
 }
 
 // Unseen reports whether msg changes nothing on the screen: it belongs to
-// the feed of a view that is not shown. Such a view still takes it.
+// a source of a view that is not shown. Such a view still takes it.
 func (m *Model) Unseen(msg tea.Msg) bool {
 	for id, v := range m.views {
-		if o, ok := v.(feedOwner); ok && o.Owns(msg) {
+		if v.Owns(msg) {
 			return id != m.view
 		}
 	}
@@ -347,16 +313,16 @@ func (m *Model) waitObservations() tea.Cmd {
 	return labio.WaitObservations(m.observe, m.news, m.pace())
 }
 
-// showViews tells the views that ask (shower) that the view shown
-// changed, if it did.
+// showViews tells the view shown and the one hidden, if the view shown
+// changed.
 func (m *Model) showViews() tea.Cmd {
 	if m.shown == m.view {
 		return nil
 	}
 	var cmds []tea.Cmd
 	for id, v := range m.views {
-		if s, ok := v.(shower); ok && (id == m.view || id == m.shown) {
-			cmds = append(cmds, s.Show(id == m.view))
+		if id == m.view || id == m.shown {
+			cmds = append(cmds, v.Show(id == m.view))
 		}
 	}
 	m.shown = m.view
@@ -365,9 +331,12 @@ func (m *Model) showViews() tea.Cmd {
 
 func (m *Model) update(msg tea.Msg) (*Model, tea.Cmd) {
 	var cmds []tea.Cmd
-	// Views with feeds of their own see every message and take theirs.
-	for _, v := range m.views {
-		cmds = append(cmds, v.Update(msg))
+	// Every view sees every message but keys, which go to the view shown
+	// (handleKey), and takes what it follows.
+	if _, ok := msg.(tea.KeyMsg); !ok {
+		for _, v := range m.views {
+			cmds = append(cmds, v.Update(msg))
+		}
 	}
 	switch msg := msg.(type) {
 	case labio.ObservationsMsg:
@@ -393,9 +362,6 @@ func (m *Model) update(msg tea.Msg) (*Model, tea.Cmd) {
 			// A member went or came back: ask the runtime why.
 			cmds = append(cmds, m.components())
 		}
-	case kubestate.UpdateMsg:
-		m.kube.Apply(msg)
-		cmds = append(cmds, msg.Next())
 	case feedMsg:
 		for _, lo := range msg.batch {
 			cmds = append(cmds, m.judge(lo))
@@ -404,9 +370,10 @@ func (m *Model) update(msg tea.Msg) (*Model, tea.Cmd) {
 	case labio.ComponentsMsg:
 		m.componentsBusy = false
 		if msg.Err == nil {
-			m.comps = msg.Infos
 			m.state.SetComponents(msg.Infos)
 		}
+	case raft.ActionMsg:
+		cmds = append(cmds, m.raftAction(msg.Action))
 	case labio.ActionMsg:
 		cmds = append(cmds, m.actionDone(msg))
 		if len(msg.Args) > 0 {
@@ -440,9 +407,12 @@ func (m *Model) update(msg tea.Msg) (*Model, tea.Cmd) {
 	return m, tea.Batch(cmds...)
 }
 
-// Typing reports whether keys are text for the command line, so that the
-// keys that mean something everywhere (L, ?) are typed instead.
-func (m *Model) Typing() bool { return m.cmdline.Active() && !m.closing && m.dialog == nil }
+// Typing reports whether keys are text, for the command line or for the
+// view shown, so that the keys that mean something everywhere (L, ?) are
+// typed instead.
+func (m *Model) Typing() bool {
+	return (m.cmdline.Active() || m.shownView().Typing()) && !m.closing && m.dialog == nil
+}
 
 // ShortHelp lists the keys that work now, for the footer.
 func (m *Model) ShortHelp() []key.Binding {
@@ -455,6 +425,9 @@ func (m *Model) ShortHelp() []key.Binding {
 	}
 	if m.cmdline.Active() {
 		return m.cmdline.Keys()
+	}
+	if v := m.shownView(); v.Typing() {
+		return v.ShortHelp()
 	}
 	// The footer is cut at the screen's width: what the focused pane
 	// offers first, then the keys to find all the others (?) and to
@@ -484,9 +457,7 @@ func (m *Model) ShortHelp() []key.Binding {
 func (m *Model) FullHelp() [][]key.Binding {
 	k := m.c.Keys
 	groups := [][]key.Binding{append([]key.Binding{k.Overview, k.Raft}, m.switchKeys()...)}
-	if vk := m.viewKeys(); len(vk) > 0 {
-		groups = append(groups, vk)
-	}
+	groups = append(groups, m.shownView().FullHelp()...)
 	if m.pane != nil {
 		groups = append(groups, append(m.lessonKeys(), k.Focus))
 	}
@@ -507,22 +478,14 @@ func (m *Model) switchKeys() []key.Binding {
 	return out
 }
 
-// viewKeys are the keys the view shown offers now.
-func (m *Model) viewKeys() []key.Binding {
-	switch m.view {
-	case ViewRaft:
-		if m.lab == nil {
-			return nil
-		}
-		return raft.Keys(m.c, m.state)
-	case ViewOverview:
-		return nil
-	}
+// shownView is the view shown: the Raft view stands in for one a lesson
+// step names that this workspace lacks.
+func (m *Model) shownView() common.View {
 	if v := m.views[m.view]; v != nil {
-		return v.Keys()
+		return v
 	}
-	return nil
+	return m.views[ViewRaft]
 }
 
-// QuitAllowed reports whether q means quit now.
-func (m *Model) QuitAllowed() bool { return m.dialog == nil && !m.closing && !m.cmdline.Active() }
+// viewKeys are the keys the view shown offers now.
+func (m *Model) viewKeys() []key.Binding { return m.shownView().ShortHelp() }

@@ -11,9 +11,12 @@ import (
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/ui/common"
 	"github.com/klab-dev/klab/ui/internal/uitest"
 	"github.com/klab-dev/klab/ui/keys"
+	"github.com/klab-dev/klab/ui/kubestate"
 	"github.com/klab-dev/klab/ui/labio"
+	"github.com/klab-dev/klab/ui/views/events"
 )
 
 // fixture returns a workspace on the Raft fixture with a twin lab.
@@ -213,31 +216,49 @@ var _ = labio.ActionMsg{}
 func keysDefault() *keys.KeyMap { return keys.Default() }
 
 // feedView is a live view whose feed sends feedItems, told when it is
-// shown.
-type feedView struct{ shown []bool }
+// shown; it offers the keys in offers and counts the keys it is given.
+type feedView struct {
+	shown  []bool
+	offers []key.Binding
+	keys   int
+}
 
 type feedItem struct{}
 
 func (*feedView) SetSize(int, int)                         {}
 func (*feedView) Start(context.Context, *lab.Info) tea.Cmd { return nil }
-func (*feedView) Update(tea.Msg) tea.Cmd                   { return nil }
-func (*feedView) HandleKey(tea.KeyMsg) (tea.Cmd, bool)     { return nil, false }
-func (*feedView) Keys() []key.Binding                      { return nil }
-func (*feedView) Render() string                           { return "events" }
+func (v *feedView) ShortHelp() []key.Binding               { return v.offers }
+func (*feedView) FullHelp() [][]key.Binding                { return nil }
+func (*feedView) View() string                             { return "events" }
 func (v *feedView) Show(shown bool) tea.Cmd                { v.shown = append(v.shown, shown); return nil }
 func (*feedView) Owns(msg tea.Msg) bool                    { _, ok := msg.(feedItem); return ok }
+func (*feedView) Typing() bool                             { return false }
+func (v *feedView) Update(msg tea.Msg) tea.Cmd {
+	if _, ok := msg.(tea.KeyMsg); ok {
+		v.keys++
+	}
+	return nil
+}
 
-// A view's feed changes nothing on the screen while another view is shown,
-// and everything else may. A view that asks is told when it is shown and
-// hidden.
-func TestUnseen(t *testing.T) {
+// feedFixture returns a workspace on the Raft fixture whose Events view is
+// a feedView.
+func feedFixture(t *testing.T) (*Model, *feedView) {
+	t.Helper()
 	c := uitest.Setup(t, i18n.English)
 	info, st := uitest.Raft(3)
 	fv := &feedView{}
-	m := New(c, uitest.NewLab(info, false), st, Options{Views: map[ViewID]LiveView{ViewEvents: fv}})
+	m := New(c, uitest.NewLab(info, false), st, Options{Views: map[ViewID]common.View{ViewEvents: fv}})
 	m.SetSize(120, 40)
-	if !m.Unseen(feedItem{}) {
-		t.Error("the Events feed is seen while the Raft view is shown")
+	return m, fv
+}
+
+// A view's feed changes nothing on the screen while another view is shown,
+// and everything else may. The views are told when they are shown and
+// hidden.
+func TestUnseen(t *testing.T) {
+	m, fv := feedFixture(t)
+	if !m.Unseen(feedItem{}) || !m.Unseen(kubestate.UpdateMsg{}) {
+		t.Error("the Events feed or the Overview's is seen while the Raft view is shown")
 	}
 	if m.Unseen(labio.ObservationsMsg{}) || m.Unseen(uitest.Key("x")) {
 		t.Error("the Observer's batches and keys must count as seen")
@@ -249,5 +270,76 @@ func TestUnseen(t *testing.T) {
 	press(m, "2", "1")
 	if !slices.Equal(fv.shown, []bool{true, false}) {
 		t.Errorf("the Events view was told shown %v; want shown, then hidden", fv.shown)
+	}
+	if m.Unseen(kubestate.UpdateMsg{}) {
+		t.Error("the Overview's feed is unseen while the Overview is shown")
+	}
+}
+
+// Keys go to the view shown, and only to it; the views' own keys and the
+// workspace's stay with the workspace.
+func TestKeysGoToTheViewShown(t *testing.T) {
+	m, fv := feedFixture(t)
+	press(m, "x", "down")
+	if fv.keys != 0 {
+		t.Errorf("the hidden Events view was given %d keys", fv.keys)
+	}
+	press(m, "5", "x", "down", "1")
+	if fv.keys != 2 || m.ViewID() != ViewOverview {
+		t.Errorf("the Events view shown was given %d keys, want 2 (x, down); view %v", fv.keys, m.ViewID())
+	}
+}
+
+// While the Events view's filter is being typed, every key is text for it,
+// the workspace's own (q, the views' numbers, :) and the root's (?, L,
+// which the root leaves to a workspace that is typing) included; the
+// footer offers only the filter's keys. Once the filter is kept, q quits
+// again.
+func TestFilterTakesEveryKey(t *testing.T) {
+	c := uitest.Setup(t, i18n.English)
+	info, st := uitest.Raft(3)
+	ev := events.New(c)
+	ev.Start(context.Background(), info) // its feeds are not run: they would look for a cluster
+	m := New(c, uitest.NewLab(info, true), st, Options{Views: map[ViewID]common.View{ViewEvents: ev}})
+	m.SetSize(120, 40)
+	press(m, "5", "/")
+	if !m.Typing() {
+		t.Fatal("the workspace is not typing while the filter is open")
+	}
+	press(m, "q", "2", ":", "?", "L", "1")
+	if m.dialog != nil || m.ViewID() != ViewEvents || m.cmdline.Active() {
+		t.Fatalf("a key typed in the filter acted: dialog %v, view %v, command line open %v", m.dialog, m.ViewID(), m.cmdline.Active())
+	}
+	if got := m.View(); !strings.Contains(got, "q2:?L1") {
+		t.Errorf("the filter does not show what was typed:\n%s", got)
+	}
+	if got := m.Footer(m.ShortHelp()); !strings.Contains(got, "keep filter") || strings.Contains(got, "quit") {
+		t.Errorf("the footer while typing offers keys that do not work: %s", got)
+	}
+	press(m, "enter")
+	if m.Typing() {
+		t.Fatal("the workspace still types once the filter is kept")
+	}
+	press(m, "q")
+	if m.dialog == nil {
+		t.Error("q did not ask to quit once the filter was kept")
+	}
+}
+
+// esc goes to the view shown when it offers esc (to close an explanation
+// or a filter); otherwise it clears the status line.
+func TestEscToTheViewThatOffersIt(t *testing.T) {
+	m, fv := feedFixture(t)
+	press(m, "5")
+	m.status = status{msg: i18n.M("ui.done.healed")}
+	press(m, "esc")
+	if fv.keys != 0 || m.status.text() != "" {
+		t.Fatalf("esc offered by no view: the view got %d keys, the status is %q", fv.keys, m.status.text())
+	}
+	fv.offers = []key.Binding{m.c.Keys.Back}
+	m.status = status{msg: i18n.M("ui.done.healed")}
+	press(m, "esc")
+	if fv.keys != 1 || m.status.text() == "" {
+		t.Errorf("esc offered by the view: the view got %d keys, the status is %q", fv.keys, m.status.text())
 	}
 }

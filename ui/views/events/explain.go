@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/ui/common"
 )
 
 // explainedReasons are the Event reasons klab's components emit (grep
@@ -41,9 +42,9 @@ func reasonKey(reason string) (string, bool) {
 func explanation(r *eventRow, width int, loc *time.Location) []string {
 	var out []string
 	if key, ok := reasonKey(r.Reason); ok {
-		out = append(out, wrap(i18n.T(key), width, "")...)
+		out = append(out, common.Wrap(i18n.T(key), width, "")...)
 	} else {
-		out = append(out, wrap(i18n.T("ui.events.why-unknown", r.Reason), width, "")...)
+		out = append(out, common.Wrap(i18n.T("ui.events.why-unknown", r.Reason), width, "")...)
 	}
 	reporter := r.Controller
 	if reporter == "" {
@@ -56,12 +57,12 @@ func explanation(r *eventRow, width int, loc *time.Location) []string {
 	if r.Namespace != "" {
 		object = r.Kind + " " + r.Namespace + "/" + r.Name
 	}
-	out = append(out, wrap(i18n.T("ui.events.reported", reporter, strings.TrimSpace(object)), width, "")...)
+	out = append(out, common.Wrap(i18n.T("ui.events.reported", reporter, strings.TrimSpace(object)), width, "")...)
 	if r.Count > 1 {
-		out = append(out, wrap(i18n.T("ui.events.repeated", int(r.Count), clock(r.First, loc)), width, "")...)
+		out = append(out, common.Wrap(i18n.T("ui.events.repeated", int(r.Count), common.Clock(r.First, loc)), width, "")...)
 	}
 	if r.Note != "" {
-		out = append(out, wrap(i18n.T("ui.events.note", r.Note), width, "")...)
+		out = append(out, common.Wrap(i18n.T("ui.events.note", r.Note), width, "")...)
 	}
 	return out
 }

@@ -99,13 +99,13 @@ func TestFeedsFromARealCluster(t *testing.T) {
 		return false
 	}
 	decided := func() bool {
-		got := sv.Render()
+		got := sv.View()
 		return strings.Contains(got, "default/hello") && strings.Contains(got, "bound to worker-1")
 	}
 	feedtest.Drive(t, cmd, update, func() bool { return scheduled() && bindingRequest() && decided() }, 30*time.Second)
 	t.Logf("decision, event and request seen %v after the pod was created", time.Since(created).Round(time.Millisecond))
 
-	got := sv.Render()
+	got := sv.View()
 	for _, want := range []string{"leader master-1", "✓ master-1", "node(s) had untolerated taint(s)", "★ worker-1 is the only node that fits"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("scheduler view lacks %q:\n%s", want, got)

@@ -3,10 +3,10 @@ package events
 import (
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/ui/common"
+	"github.com/klab-dev/klab/ui/styles"
 )
 
 // Layout.
@@ -39,59 +39,59 @@ func (v *View) eventRows() int {
 	return max(upper-paneChrome, 1)
 }
 
-// Render draws the view.
-func (v *View) Render() string {
+// View draws the view.
+func (v *View) View() string {
 	w, h := v.width, v.height
 	if w <= 0 || h <= 0 {
 		return ""
 	}
-	lk := lookOf(v.c.Styles)
+	s := v.c.Styles
 	if !v.started {
-		out := []string{lk.Title.Render(i18n.T("ui.events.title")), ""}
-		out = append(out, wrap(i18n.T("ui.events.no-cluster"), w, "")...)
+		out := []string{s.Events.Title.Render(i18n.T("ui.events.title")), ""}
+		out = append(out, common.Wrap(i18n.T("ui.events.no-cluster"), w, "")...)
 		return common.Lines(strings.Join(out, "\n"), w, h)
 	}
 	upper, lower, filterLine := v.split()
-	out := fill(v.eventsPane(lk, upper), upper)
+	out := fill(v.eventsPane(s, upper), upper)
 	if v.explaining {
-		out = append(out, fill(v.explainPane(lk, lower), lower)...)
+		out = append(out, fill(v.explainPane(s, lower), lower)...)
 	} else {
-		out = append(out, fill(v.requestsPane(lk, lower), lower)...)
+		out = append(out, fill(v.requestsPane(s, lower), lower)...)
 	}
 	if filterLine {
-		out = append(out, lk.Prompt.Render("/ ")+v.filter+"▏"+lk.Muted.Render("  "+i18n.T("ui.events.filter-help")))
+		out = append(out, s.Events.Prompt.Render("/ ")+v.filter+"▏"+s.Events.Muted.Render("  "+i18n.T("ui.events.filter-help")))
 	}
 	return common.Lines(strings.Join(out, "\n"), w, h)
 }
 
 // filterNote says how many rows the filter keeps.
-func (v *View) filterNote(lk look, shown, all int) string {
+func (v *View) filterNote(s *styles.Styles, shown, all int) string {
 	if v.filter == "" {
 		return ""
 	}
-	return lk.Prompt.Render(i18n.T("ui.events.filtered", v.filter, shown, all))
+	return s.Events.Prompt.Render(i18n.T("ui.events.filtered", v.filter, shown, all))
 }
 
 // eventsPane draws the Events in height lines: the title, the header and
 // the rows around the selected event.
-func (v *View) eventsPane(lk look, height int) []string {
+func (v *View) eventsPane(s *styles.Styles, height int) []string {
 	w := v.width
 	visible := v.visibleEvents()
 	var state string
 	switch {
 	case v.eventsErr != "":
-		state = lk.Bad.Render(i18n.T("ui.events.not-connected"))
+		state = s.Events.Bad.Render(i18n.T("ui.events.not-connected"))
 	case !v.listed:
-		state = lk.Muted.Render(i18n.T("ui.events.connecting"))
+		state = s.Events.Muted.Render(i18n.T("ui.events.connecting"))
 	case v.watching:
-		state = lk.Muted.Render(i18n.T("ui.events.watching"))
+		state = s.Events.Muted.Render(i18n.T("ui.events.watching"))
 	}
 	title := common.JoinFitting([]string{
-		lk.Title.Render(i18n.T("ui.events.title")),
-		v.filterNote(lk, len(visible), len(v.events.rows)),
-		lk.Muted.Render(i18n.T("ui.events.count-events", len(v.events.rows))),
+		s.Events.Title.Render(i18n.T("ui.events.title")),
+		v.filterNote(s, len(visible), len(v.events.rows)),
+		s.Events.Muted.Render(i18n.T("ui.events.count-events", len(v.events.rows))),
 		state,
-	}, w, lk.Muted.Render(" · "))
+	}, w, s.Events.Muted.Render(" · "))
 	out := []string{title}
 	if height <= 1 {
 		return out[:height]
@@ -118,7 +118,7 @@ func (v *View) eventsPane(lk look, height int) []string {
 	for i, c := range cols {
 		titles[i] = c.Title
 	}
-	out = append(out, lk.Muted.Render(strings.Repeat(" ", markerWidth)+cells(cols, ws, titles)))
+	out = append(out, s.Events.Muted.Render(strings.Repeat(" ", markerWidth)+cells(cols, ws, titles)))
 
 	rows := height - paneChrome
 	if len(visible) == 0 {
@@ -131,9 +131,9 @@ func (v *View) eventsPane(lk look, height int) []string {
 		case !v.listed:
 			msg = i18n.T("ui.events.unreachable")
 		}
-		out = append(out, wrapStyled(lk.Muted, msg, w, strings.Repeat(" ", markerWidth))...)
+		out = append(out, common.WrapStyled(s.Events.Muted, msg, w, strings.Repeat(" ", markerWidth))...)
 		if v.eventsErr != "" {
-			out = append(out, wrapStyled(lk.Bad, v.eventsErr, w, strings.Repeat(" ", markerWidth))...)
+			out = append(out, common.WrapStyled(s.Events.Bad, v.eventsErr, w, strings.Repeat(" ", markerWidth))...)
 		}
 		return out
 	}
@@ -146,12 +146,12 @@ func (v *View) eventsPane(lk look, height int) []string {
 		r := &v.events.rows[visible[p]]
 		typ, reason := r.Type, r.Reason
 		if r.Type != "Normal" {
-			typ, reason = lk.Warn.Render(typ), lk.Warn.Render(reason)
+			typ, reason = s.Events.Warn.Render(typ), s.Events.Warn.Render(reason)
 		}
-		line := cells(cols, ws, []string{clock(r.Time, v.loc), typ, reason, r.Namespace, r.object(), oneLine(r.Note)})
+		line := cells(cols, ws, []string{common.Clock(r.Time, v.loc), typ, reason, r.Namespace, r.object(), oneLine(r.Note)})
 		marker := strings.Repeat(" ", markerWidth)
 		if p == cur && (v.selected != "" || v.explaining) {
-			marker = lk.Selected.Render("▸ ")
+			marker = s.Events.Selected.Render("▸ ")
 		}
 		out = append(out, common.Fit(marker+line, w))
 	}
@@ -159,25 +159,25 @@ func (v *View) eventsPane(lk look, height int) []string {
 }
 
 // requestsPane draws the request log in height lines, the newest last.
-func (v *View) requestsPane(lk look, height int) []string {
+func (v *View) requestsPane(s *styles.Styles, height int) []string {
 	w := v.width
 	visible := v.visibleRequests()
 	parts := []string{
-		lk.Title.Render(i18n.T("ui.events.requests")),
-		v.filterNote(lk, len(visible), len(v.requests.rows)),
-		lk.Muted.Render(i18n.T("ui.events.count-requests", len(v.requests.rows))),
+		s.Events.Title.Render(i18n.T("ui.events.requests")),
+		v.filterNote(s, len(visible), len(v.requests.rows)),
+		s.Events.Muted.Render(i18n.T("ui.events.count-requests", len(v.requests.rows))),
 	}
-	for _, s := range v.servers {
+	for _, srv := range v.servers {
 		switch {
-		case s.Connected:
-			parts = append(parts, lk.Good.Render("✓ ")+s.Node)
-		case s.Err != "":
-			parts = append(parts, lk.Bad.Render("✗ "+s.Node+" "+i18n.T("ui.events.retrying")))
+		case srv.Connected:
+			parts = append(parts, s.Events.Good.Render("✓ ")+srv.Node)
+		case srv.Err != "":
+			parts = append(parts, s.Events.Bad.Render("✗ "+srv.Node+" "+i18n.T("ui.events.retrying")))
 		default:
-			parts = append(parts, lk.Muted.Render("… "+s.Node))
+			parts = append(parts, s.Events.Muted.Render("… "+srv.Node))
 		}
 	}
-	out := []string{common.JoinFitting(parts, w, lk.Muted.Render(" · "))}
+	out := []string{common.JoinFitting(parts, w, s.Events.Muted.Render(" · "))}
 	if height <= 1 {
 		return out[:height]
 	}
@@ -186,7 +186,7 @@ func (v *View) requestsPane(lk look, height int) []string {
 		column
 		value func(r *requestRow) string
 	}
-	fields := []field{{column{Title: i18n.T("ui.events.col.time"), Want: 8, Min: 8, Drop: 3}, func(r *requestRow) string { return clock(r.Time, v.loc) }}}
+	fields := []field{{column{Title: i18n.T("ui.events.col.time"), Want: 8, Min: 8, Drop: 3}, func(r *requestRow) string { return common.Clock(r.Time, v.loc) }}}
 	if len(v.servers) > 1 {
 		fields = append(fields, field{column{Title: i18n.T("ui.events.col.server"), Min: 4, Drop: 4}, func(r *requestRow) string { return r.Server }})
 	}
@@ -199,9 +199,9 @@ func (v *View) requestsPane(lk look, height int) []string {
 			code := strconv.Itoa(r.Code)
 			switch {
 			case r.Code >= 500:
-				return lk.Bad.Render(code)
+				return s.Events.Bad.Render(code)
 			case r.Code >= 400:
-				return lk.Warn.Render(code)
+				return s.Events.Warn.Render(code)
 			}
 			return code
 		}},
@@ -219,7 +219,7 @@ func (v *View) requestsPane(lk look, height int) []string {
 		}
 	}
 	ws := fitColumns(cols, w)
-	out = append(out, lk.Muted.Render(cells(cols, ws, titles)))
+	out = append(out, s.Events.Muted.Render(cells(cols, ws, titles)))
 	rows := height - paneChrome
 	if len(visible) == 0 {
 		msg := i18n.T("ui.events.no-requests")
@@ -229,10 +229,10 @@ func (v *View) requestsPane(lk look, height int) []string {
 		case !v.anyServerConnected():
 			msg = i18n.T("ui.events.requests-waiting")
 		}
-		out = append(out, wrapStyled(lk.Muted, msg, w, "")...)
-		for _, s := range v.servers {
-			if s.Err != "" {
-				out = append(out, wrapStyled(lk.Bad, s.Node+": "+s.Err, w, "")...)
+		out = append(out, common.WrapStyled(s.Events.Muted, msg, w, "")...)
+		for _, srv := range v.servers {
+			if srv.Err != "" {
+				out = append(out, common.WrapStyled(s.Events.Bad, srv.Node+": "+srv.Err, w, "")...)
 			}
 		}
 		return out
@@ -259,17 +259,17 @@ func (v *View) anyServerConnected() bool {
 
 // explainPane explains the selected event in height lines, in place of
 // the request log.
-func (v *View) explainPane(lk look, height int) []string {
+func (v *View) explainPane(s *styles.Styles, height int) []string {
 	w := v.width
 	r := v.current()
 	if r == nil {
 		return nil
 	}
 	title := common.JoinFitting([]string{
-		lk.Title.Render(i18n.T("ui.events.why-title", r.Reason)),
+		s.Events.Title.Render(i18n.T("ui.events.why-title", r.Reason)),
 		r.Type,
-		lk.Muted.Render(r.object()),
-	}, w, lk.Muted.Render(" · "))
+		s.Events.Muted.Render(r.object()),
+	}, w, s.Events.Muted.Render(" · "))
 	out := []string{title}
 	body := explanation(r, w, v.loc)
 	room := height - 2 // the title and the closing hint
@@ -278,7 +278,7 @@ func (v *View) explainPane(lk look, height int) []string {
 	}
 	out = append(out, body...)
 	if height > 1 {
-		out = append(out, lk.Muted.Render(common.Fit(i18n.T("ui.events.explain-help"), w)))
+		out = append(out, s.Events.Muted.Render(common.Fit(i18n.T("ui.events.explain-help"), w)))
 	}
 	return out[:min(len(out), height)]
 }
@@ -296,20 +296,3 @@ func fill(lines []string, height int) []string {
 
 // oneLine puts a multi-line note on one line.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-// wrapStyled wraps text and styles every line after its indent.
-func wrapStyled(style interface{ Render(...string) string }, text string, width int, indent string) []string {
-	lines := wrap(text, width, indent)
-	for i, l := range lines {
-		lines[i] = indent + style.Render(strings.TrimPrefix(l, indent))
-	}
-	return lines
-}
-
-// clock is the time of day of t, as the tables show it.
-func clock(t time.Time, loc *time.Location) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.In(loc).Format("15:04:05")
-}

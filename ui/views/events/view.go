@@ -63,6 +63,8 @@ type serverState struct {
 	last time.Time
 }
 
+var _ common.View = (*View)(nil)
+
 // New returns the Events view, not yet following any cluster.
 func New(c *common.Common) *View { return &View{c: c, loc: time.Local} }
 
@@ -122,9 +124,13 @@ func (v *View) Owns(msg tea.Msg) bool {
 	return ok
 }
 
-// Update takes the view's feed batches and waits for the next one; every
-// other message is ignored.
+// Update takes the view's feed batches and waits for the next one, and
+// keys while the view is shown; every other message is ignored.
 func (v *View) Update(msg tea.Msg) tea.Cmd {
+	if km, ok := msg.(tea.KeyMsg); ok {
+		v.handleKey(km)
+		return nil
+	}
 	b, ok := v.feed.Take(msg)
 	if !ok {
 		return nil
@@ -222,15 +228,14 @@ func (v *View) current() *eventRow {
 	return &v.events.rows[visible[p]]
 }
 
-// HandleKey handles the filter line while it is open (every key but
+// handleKey handles the filter line while it is open (every key but
 // ctrl+c goes to it), and otherwise the selection, the explanation and the
 // filter's keys.
-func (v *View) HandleKey(msg tea.KeyMsg) (tea.Cmd, bool) {
+func (v *View) handleKey(msg tea.KeyMsg) {
 	k := v.c.Keys
 	if v.editing {
 		switch {
 		case key.Matches(msg, k.ForceQuit):
-			return nil, false
 		case key.Matches(msg, k.Back):
 			v.filter, v.editing = "", false
 		case key.Matches(msg, k.Select):
@@ -244,7 +249,7 @@ func (v *View) HandleKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 		case key.Matches(msg, k.Up, k.Down, k.PageUp, k.PageDown):
 			v.move(msg)
 		}
-		return nil, true
+		return
 	}
 	switch {
 	case key.Matches(msg, k.Filter):
@@ -256,29 +261,24 @@ func (v *View) HandleKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 	case key.Matches(msg, k.Select) && v.explaining:
 		v.explaining = false
 	case key.Matches(msg, k.Select):
-		cur := v.current()
-		if cur == nil {
-			return nil, false
+		if cur := v.current(); cur != nil {
+			// The explained event stays selected while new ones arrive.
+			v.selected, v.explaining = cur.UID, true
 		}
-		// The explained event stays selected while new ones arrive.
-		v.selected, v.explaining = cur.UID, true
 	case key.Matches(msg, k.Up, k.Down, k.PageUp, k.PageDown):
-		return nil, v.move(msg)
-	default:
-		return nil, false
+		v.move(msg)
 	}
-	return nil, true
 }
 
 // move moves the selection: up to older events, down to newer ones, a
 // page at a time with PageUp and PageDown. Reaching the newest, the
 // selection follows new events again (unless one is being explained).
-func (v *View) move(msg tea.KeyMsg) bool {
+func (v *View) move(msg tea.KeyMsg) {
 	k := v.c.Keys
 	visible := v.visibleEvents()
 	p := v.cursor(visible)
 	if p < 0 {
-		return false
+		return
 	}
 	page := max(v.eventRows()-1, 1)
 	switch {
@@ -296,11 +296,13 @@ func (v *View) move(msg tea.KeyMsg) bool {
 	if p == len(visible)-1 && !v.explaining {
 		v.selected = ""
 	}
-	return true
 }
 
-// Keys lists the keys that work now.
-func (v *View) Keys() []key.Binding {
+// Typing reports whether the filter is being typed.
+func (v *View) Typing() bool { return v.editing }
+
+// ShortHelp lists the keys that work now.
+func (v *View) ShortHelp() []key.Binding {
 	k := v.c.Keys
 	with := func(b key.Binding, desc string) key.Binding {
 		b.SetHelp(b.Help().Key, desc)
@@ -330,3 +332,6 @@ func (v *View) Keys() []key.Binding {
 	}
 	return out
 }
+
+// FullHelp lists the keys that work now, as one group.
+func (v *View) FullHelp() [][]key.Binding { return [][]key.Binding{v.ShortHelp()} }

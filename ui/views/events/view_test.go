@@ -31,7 +31,7 @@ func TestEventsViewGolden(t *testing.T) {
 				golden := fmt.Sprintf("%s-%s-%dx%d", name, lang, size.W, size.H)
 				t.Run(golden, func(t *testing.T) {
 					c := uitest.Setup(t, lang)
-					got := newView(c, size.W, size.H, fixtures[name]).Render()
+					got := newView(c, size.W, size.H, fixtures[name]).View()
 					uitest.CheckFrame(t, got, size.W, size.H)
 					uitest.Golden(t, golden, got)
 				})
@@ -46,7 +46,7 @@ func TestEverySizeFits(t *testing.T) {
 			c := uitest.Setup(t, lang)
 			for _, w := range []int{40, 60, 79, 80, 81, 100, 120, 160, 200} {
 				for _, h := range []int{10, 16, 24, 40, 60} {
-					got := newView(c, w, h, fx).Render()
+					got := newView(c, w, h, fx).View()
 					uitest.CheckFrame(t, got, w, h)
 					if t.Failed() {
 						t.Fatalf("%s %s %dx%d:\n%s", name, lang, w, h, got)
@@ -62,7 +62,7 @@ func TestEverySizeFits(t *testing.T) {
 // resource, object, user, code and latency.
 func TestEventsViewShows(t *testing.T) {
 	c := uitest.Setup(t, i18n.English)
-	got := newView(c, 120, 40, fixtures["live"]).Render()
+	got := newView(c, 120, 40, fixtures["live"]).View()
 	for _, want := range []string{
 		"Events", "15 events", "watching every namespace",
 		"Warning", "FailedScheduling", "pod/big", "0/6 nodes are available",
@@ -83,8 +83,8 @@ func TestFilterKeys(t *testing.T) {
 	press := func(keys ...string) {
 		t.Helper()
 		for _, k := range keys {
-			if _, handled := v.HandleKey(uitest.Key(k)); !handled {
-				t.Fatalf("%s not handled", k)
+			if v.Update(uitest.Key(k)) != nil {
+				t.Fatalf("%s asked for a command", k)
 			}
 		}
 	}
@@ -92,8 +92,8 @@ func TestFilterKeys(t *testing.T) {
 	if v.filter != "webq1" || !v.editing {
 		t.Fatalf("filter %q (editing %v) after typing; keys meant for the workspace must go to the filter", v.filter, v.editing)
 	}
-	if _, handled := v.HandleKey(uitest.Key("ctrl+c")); handled {
-		t.Errorf("ctrl+c taken by the filter; it must still quit")
+	if press("ctrl+c"); v.filter != "webq1" || !v.editing {
+		t.Errorf("ctrl+c changed the filter to %q (editing %v); it is not text", v.filter, v.editing)
 	}
 	press("backspace", "backspace")
 	if v.filter != "web" {
@@ -103,7 +103,7 @@ func TestFilterKeys(t *testing.T) {
 	if v.editing || v.filter != "web" {
 		t.Fatalf("enter should keep the filter and close the line: %q editing %v", v.filter, v.editing)
 	}
-	got := v.Render()
+	got := v.View()
 	if !strings.Contains(got, `filter “web”: 7 of 15`) || strings.Contains(got, "FailedScheduling") || !strings.Contains(got, "ScalingReplicaSet") {
 		t.Errorf("the filter does not keep exactly the rows with web:\n%s", got)
 	}
@@ -114,8 +114,9 @@ func TestFilterKeys(t *testing.T) {
 	if v.filter != "" {
 		t.Errorf("esc left the filter %q", v.filter)
 	}
-	if _, handled := v.HandleKey(uitest.Key("esc")); handled {
-		t.Errorf("esc handled with nothing to close; it belongs to the workspace then")
+	before := v.View()
+	if press("esc"); v.View() != before {
+		t.Errorf("esc with nothing to close changed the view")
 	}
 	press("/", "x", "esc")
 	if v.filter != "" || v.editing {
@@ -131,7 +132,7 @@ func TestSelectAndExplain(t *testing.T) {
 		t.Fatalf("at first %s is selected (%q), want the newest, followed", reason(), v.selected)
 	}
 	for _, k := range []string{"up", "up", "up"} {
-		v.HandleKey(uitest.Key(k))
+		v.Update(uitest.Key(k))
 	}
 	if reason() != "FailedScheduling" {
 		t.Fatalf("three up from the newest selects %s, want FailedScheduling", reason())
@@ -141,8 +142,8 @@ func TestSelectAndExplain(t *testing.T) {
 	if reason() != "FailedScheduling" {
 		t.Fatalf("a new event moved the selection to %s", reason())
 	}
-	v.HandleKey(uitest.Key("enter"))
-	got := v.Render()
+	v.Update(uitest.Key("enter"))
+	got := v.View()
 	for _, want := range []string{"What FailedScheduling means", "found no node for the pod",
 		"Reported by default-scheduler (default-scheduler-master-1) about Pod default/big.", "Seen 3 times, first at 11:58:40.",
 		"Note: 0/6 nodes are available: 3 Insufficient cpu, 3 node(s) had untolerated taint(s)."} {
@@ -153,26 +154,26 @@ func TestSelectAndExplain(t *testing.T) {
 	if strings.Contains(got, "API requests") {
 		t.Errorf("the explanation should take the request pane's place")
 	}
-	v.HandleKey(uitest.Key("esc"))
+	v.Update(uitest.Key("esc"))
 	if v.explaining {
 		t.Errorf("esc did not close the explanation")
 	}
 	// Down to the newest follows again.
 	for i := 0; i < 10; i++ {
-		v.HandleKey(uitest.Key("down"))
+		v.Update(uitest.Key("down"))
 	}
 	if v.selected != "" || reason() != "Pulled" {
 		t.Errorf("at the newest: selected %q (%s), want following", v.selected, reason())
 	}
 	// PageUp moves a page.
-	v.HandleKey(uitest.Key("pgup"))
+	v.Update(uitest.Key("pgup"))
 	if v.selected == "" {
 		t.Errorf("pgup did not move the selection")
 	}
 	// An unknown reason gets the generic explanation.
 	v.selected = v.events.rows[v.events.index(v.events.rows[len(v.events.rows)-2].UID)].UID
-	v.HandleKey(uitest.Key("enter"))
-	if got := v.Render(); !strings.Contains(got, "klab has no explanation for Rebooted yet") {
+	v.Update(uitest.Key("enter"))
+	if got := v.View(); !strings.Contains(got, "klab has no explanation for Rebooted yet") {
 		t.Errorf("no generic explanation for an unknown reason:\n%s", got)
 	}
 }
@@ -181,7 +182,7 @@ func TestKeysFollowState(t *testing.T) {
 	c := uitest.Setup(t, i18n.English)
 	helpKeys := func(v *View) string {
 		var ks []string
-		for _, b := range v.Keys() {
+		for _, b := range v.ShortHelp() {
 			ks = append(ks, b.Help().Key+" "+b.Help().Desc)
 		}
 		return strings.Join(ks, ", ")
@@ -242,7 +243,7 @@ func TestBuffersBounded(t *testing.T) {
 func TestTypeColumnWholeOrGone(t *testing.T) {
 	c := uitest.Setup(t, i18n.English)
 	for w := 40; w <= 120; w++ {
-		got := ansi.Strip(newView(c, w, 24, fixtures["live"]).Render())
+		got := ansi.Strip(newView(c, w, 24, fixtures["live"]).View())
 		if strings.Contains(got, "Nor…") || strings.Contains(got, "Warn…") || strings.Contains(got, "Norma…") {
 			t.Fatalf("width %d cuts the event type:\n%s", w, got)
 		}

@@ -25,8 +25,7 @@ func BenchmarkRenderLarge(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				c := uitest.Setup(b, i18n.English)
 				cl := large(100, 1000)
-				v := New(c)
-				v.SetSize(size.w, size.h)
+				v := cl.view(c, size.w, size.h)
 				pod, _ := cl.ks.Pod("default/web-worker-50-3")
 				times := make([]time.Duration, 0, b.N)
 				b.ReportAllocs()
@@ -38,7 +37,7 @@ func BenchmarkRenderLarge(b *testing.B) {
 						pod.Ready = i%2 == 0
 						cl.ks.SetPod(pod)
 					}
-					_ = v.Render(cl.info, cl.st, cl.ks, cl.comps)
+					_ = v.View()
 					times = append(times, time.Since(start))
 				}
 				b.StopTimer()

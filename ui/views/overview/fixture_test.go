@@ -8,17 +8,27 @@ import (
 
 	"github.com/klab-dev/klab/cluster/lab"
 	"github.com/klab-dev/klab/cluster/runtime"
+	"github.com/klab-dev/klab/ui/common"
 	"github.com/klab-dev/klab/ui/internal/uitest"
 	"github.com/klab-dev/klab/ui/kubestate"
 	"github.com/klab-dev/klab/ui/labstate"
 )
 
-// cluster is what Render draws from.
+// cluster is what the view draws from.
 type cluster struct {
 	info  *lab.Info
 	st    *labstate.State
 	ks    *kubestate.State
 	comps []runtime.ComponentInfo
+}
+
+// view returns the Overview of cl, width×height cells, as it is once the
+// Kubernetes feed and the runtime told it cl.ks and cl.comps.
+func (cl cluster) view(c *common.Common, width, height int) *View {
+	v := New(c, cl.st)
+	v.info, v.kube, v.report = cl.info, cl.ks, cl.comps
+	v.SetSize(width, height)
+	return v
 }
 
 // addWorkers gives info n workers, as cluster.json lists them.

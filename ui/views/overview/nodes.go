@@ -197,9 +197,9 @@ func componentsOf(master bool, reported []comp) []comp {
 	return out
 }
 
-// byNode groups the runtime's report by node. The workspace hands the same
-// report to every frame until it asks the runtime again, so the grouping
-// is kept for as long as the report is the same slice.
+// byNode groups the runtime's report by node. Every frame draws the same
+// report until the runtime answers again, so the grouping is kept for as
+// long as the report is the same slice.
 func (v *View) byNode(comps []runtime.ComponentInfo) map[string][]comp {
 	same := len(comps) == len(v.comps.report) && (len(comps) == 0 || &comps[0] == &v.comps.report[0])
 	if same && v.comps.byNode != nil {

@@ -7,49 +7,112 @@
 package overview
 
 import (
+	"context"
 	"fmt"
 	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/lab"
 	"github.com/klab-dev/klab/cluster/runtime"
 	"github.com/klab-dev/klab/ui/common"
 	"github.com/klab-dev/klab/ui/kubestate"
+	"github.com/klab-dev/klab/ui/labio"
 	"github.com/klab-dev/klab/ui/labstate"
 )
 
-// View draws the Overview of a cluster.
+// View draws the Overview of a cluster. It follows the cluster's
+// Kubernetes side itself (nodes, pods, leases, kube-proxies: kubestate's
+// feed) and takes the runtime's reports of the components as the
+// workspace asks for them; the etcd members are the workspace's State.
 type View struct {
 	c             *common.Common
 	width, height int
-	paint         *paint
-	cache         caches
+	info          *lab.Info
+	st            *labstate.State
+	// kube is the Kubernetes side, from its own feed.
+	kube *kubestate.State
+	// report is the runtime's last report of the components; nil until
+	// it answers.
+	report []runtime.ComponentInfo
+
+	paint *paint
+	cache caches
 	// nodes and keys are the buffers of each frame's nodes and their
 	// keys, kept to spare the allocations.
 	nodes []node
 	keys  []nodeKey
-	// comps is the runtime's last report, grouped by node.
+	// comps is the report, grouped by node.
 	comps struct {
 		report []runtime.ComponentInfo
 		byNode map[string][]comp
 	}
 }
 
-// New returns the Overview.
-func New(c *common.Common) *View { return &View{c: c} }
+var _ common.View = (*View)(nil)
+
+// New returns the Overview of the members st holds.
+func New(c *common.Common, st *labstate.State) *View {
+	return &View{c: c, st: st, kube: &kubestate.State{}}
+}
 
 // SetSize sets the cells the view draws in.
 func (v *View) SetSize(width, height int) { v.width, v.height = width, height }
+
+// Start follows the Kubernetes side of the cluster info describes, when it
+// has one, until ctx ends.
+func (v *View) Start(ctx context.Context, info *lab.Info) tea.Cmd {
+	v.info, v.kube, v.report = info, &kubestate.State{}, nil
+	if info.Kubeconfig == "" {
+		return nil
+	}
+	return kubestate.Start(ctx, info)
+}
+
+// Show does nothing: the Overview follows its feed shown or not.
+func (v *View) Show(bool) tea.Cmd { return nil }
+
+// Owns reports whether msg is a message of the Kubernetes feed.
+func (v *View) Owns(msg tea.Msg) bool {
+	_, ok := msg.(kubestate.UpdateMsg)
+	return ok
+}
+
+// Update folds the Kubernetes feed's messages and waits for the next, and
+// keeps the runtime's reports.
+func (v *View) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case kubestate.UpdateMsg:
+		v.kube.Apply(msg)
+		return msg.Next()
+	case labio.ComponentsMsg:
+		if msg.Err == nil {
+			v.report = msg.Infos
+		}
+	}
+	return nil
+}
+
+// Typing reports false: the Overview takes no text.
+func (v *View) Typing() bool { return false }
+
+// ShortHelp lists no keys: the Overview only shows.
+func (v *View) ShortHelp() []key.Binding { return nil }
+
+// FullHelp lists no keys.
+func (v *View) FullHelp() [][]key.Binding { return nil }
 
 // legendMinHeight is the height below which the legend gives its line to
 // the nodes.
 const legendMinHeight = 14
 
-// Render draws the cluster of info: its etcd members as st observed them,
-// its Kubernetes objects as ks holds them (nil before the feed's first
-// message), and its components as the runtime reported them in comps (nil
-// when not asked yet).
-func (v *View) Render(info *lab.Info, st *labstate.State, ks *kubestate.State, comps []runtime.ComponentInfo) string {
+// View draws the cluster: its etcd members as the workspace observed
+// them, its Kubernetes objects as the feed delivered them, its components
+// as the runtime last reported them.
+func (v *View) View() string {
+	info, st, ks, comps := v.info, v.st, v.kube, v.report
 	w, h := v.width, v.height
 	if w <= 0 || h <= 0 {
 		return ""

@@ -1,6 +1,7 @@
 package overview
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/ui/internal/uitest"
+	"github.com/klab-dev/klab/ui/kubestate"
+	"github.com/klab-dev/klab/ui/labio"
 )
 
 func TestMain(m *testing.M) {
@@ -43,9 +46,7 @@ func TestOverviewGolden(t *testing.T) {
 				t.Run(name, func(t *testing.T) {
 					c := uitest.Setup(t, lang)
 					cl := sc.build()
-					v := New(c)
-					v.SetSize(size.W, size.H)
-					got := v.Render(cl.info, cl.st, cl.ks, cl.comps)
+					got := cl.view(c, size.W, size.H).View()
 					uitest.CheckFrame(t, got, size.W, size.H)
 					uitest.Golden(t, name, got)
 				})
@@ -63,9 +64,7 @@ func TestOverviewFitsEverySize(t *testing.T) {
 			cl := sc.build()
 			for _, w := range []int{40, 57, 80, 99, 120, 161, 200} {
 				for _, h := range []int{10, 13, 17, 21, 24, 33, 40, 60} {
-					v := New(c)
-					v.SetSize(w, h)
-					got := v.Render(cl.info, cl.st, cl.ks, cl.comps)
+					got := cl.view(c, w, h).View()
 					t.Run(fmt.Sprintf("%s-%s-%dx%d", sc.name, lang, w, h), func(t *testing.T) {
 						uitest.CheckFrame(t, got, w, h)
 					})
@@ -78,9 +77,7 @@ func TestOverviewFitsEverySize(t *testing.T) {
 func TestOverviewIsHonest(t *testing.T) {
 	c := uitest.Setup(t, "en")
 	cl := troubled()
-	v := New(c)
-	v.SetSize(120, 40)
-	got := v.Render(cl.info, cl.st, cl.ks, cl.comps)
+	got := cl.view(c, 120, 40).View()
 	for _, want := range []string{
 		"2 of 3 members healthy", "✗ etcd killed", "✗ kube-apiserver killed",
 		"✓ kube-scheduler ★ leader", "✓ kube-controller-manager ★ leader",
@@ -130,9 +127,7 @@ func TestOverviewLargeKeepsTrouble(t *testing.T) {
 		t.Run(fmt.Sprintf("%dx%d", size.W, size.H), func(t *testing.T) {
 			c := uitest.Setup(t, "en")
 			cl := large(100, 1000)
-			v := New(c)
-			v.SetSize(size.W, size.H)
-			got := v.Render(cl.info, cl.st, cl.ks, cl.comps)
+			got := cl.view(c, size.W, size.H).View()
 			for _, want := range []string{"worker-100", "worker-7", "master-1", "102 of 103 nodes Ready"} {
 				if !strings.Contains(got, want) {
 					t.Errorf("lacks %q:\n%s", want, got)
@@ -154,7 +149,7 @@ func TestOverviewLargeKeepsTrouble(t *testing.T) {
 func TestBoxHeightCounts(t *testing.T) {
 	for _, lang := range uitest.Langs {
 		c := uitest.Setup(t, lang)
-		v := New(c)
+		v := New(c, nil)
 		v.paint = newPaint(c.Styles)
 		for _, sc := range scenarios {
 			cl := sc.build()
@@ -175,7 +170,7 @@ func TestBoxHeightCounts(t *testing.T) {
 
 func TestPodRow(t *testing.T) {
 	c := uitest.Setup(t, i18n.English)
-	v := New(c)
+	v := New(c, nil)
 	v.paint = newPaint(c.Styles)
 	cl := large(10, 200)
 	counts := cl.ks.Counts("worker-7")
@@ -194,5 +189,32 @@ func TestPodRow(t *testing.T) {
 		if got != tt.want || w > tt.width {
 			t.Errorf("podRow(width %d) = %q (%d cells), want %q", tt.width, got, w, tt.want)
 		}
+	}
+}
+
+// The Overview follows the Kubernetes feed itself, and keeps the runtime's
+// reports of the components as the workspace receives them; an error
+// keeps the last report.
+func TestOverviewTakesItsSources(t *testing.T) {
+	c := uitest.Setup(t, "en")
+	cl := troubled()
+	v := New(c, cl.st)
+	v.info = cl.info
+	v.SetSize(120, 40)
+	if !v.Owns(kubestate.UpdateMsg{}) || v.Owns(labio.ComponentsMsg{}) || v.Owns(labio.ObservationsMsg{}) {
+		t.Error("the Overview owns exactly the Kubernetes feed's messages")
+	}
+	if v.Update(labio.ComponentsMsg{Infos: cl.comps}) != nil {
+		t.Error("a report of the components asked for a command")
+	}
+	if got := v.View(); !strings.Contains(got, "✗ etcd killed") {
+		t.Errorf("the report taken is not shown:\n%s", got)
+	}
+	v.Update(labio.ComponentsMsg{Err: errors.New("engine gone")})
+	if got := v.View(); !strings.Contains(got, "✗ etcd killed") {
+		t.Errorf("a failed report dropped the last one:\n%s", got)
+	}
+	if cmd := v.Update(kubestate.UpdateMsg{}); cmd != nil {
+		t.Error("a message of no feed asked to wait for the next")
 	}
 }

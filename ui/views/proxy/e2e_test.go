@@ -98,21 +98,21 @@ func TestProxyViewOnLocalCluster(t *testing.T) {
 		return true
 	})
 	t.Logf("web ready in the view after %v", time.Since(began).Round(time.Millisecond))
-	if !strings.Contains(v.Render(), "Rules for default/web on worker-1 (iptables-save)") {
-		t.Errorf("the view shows:\n%s", v.Render())
+	if !strings.Contains(v.View(), "Rules for default/web on worker-1 (iptables-save)") {
+		t.Errorf("the view shows:\n%s", v.View())
 	}
 
 	if !h.press("t") {
-		t.Fatal("t was not handled")
+		t.Fatal("t sent no traffic")
 	}
 	h.untilWithin(30*time.Second, "the burst", func() bool { return v.burst.done })
 	b := v.burst
 	if b.err != nil || b.received != burstRequests || b.failed() != 0 || len(b.pods) != 3 {
-		t.Fatalf("burst: err %v, %d received, %d failed, pods %+v; the view shows:\n%s", b.err, b.received, b.failed(), b.pods, v.Render())
+		t.Fatalf("burst: err %v, %d received, %d failed, pods %+v; the view shows:\n%s", b.err, b.received, b.failed(), b.pods, v.View())
 	}
 	for _, p := range b.pods {
-		if !strings.HasPrefix(p.pod, "web-") || !strings.Contains(v.Render(), p.pod) {
-			t.Errorf("pod %q is not in the chart:\n%s", p.pod, v.Render())
+		if !strings.HasPrefix(p.pod, "web-") || !strings.Contains(v.View(), p.pod) {
+			t.Errorf("pod %q is not in the chart:\n%s", p.pod, v.View())
 		}
 	}
 	t.Logf("burst answered by %+v after %v", b.pods, time.Since(began).Round(time.Millisecond))
@@ -120,14 +120,14 @@ func TestProxyViewOnLocalCluster(t *testing.T) {
 	// m switches every kube-proxy to ipvs; the mode-changed event brings
 	// the new rules, and round-robin splits the next burst evenly.
 	if !h.press("m") {
-		t.Fatal("m was not handled")
+		t.Fatal("m asked for no switch")
 	}
 	clusterIP := v.current().ClusterIP
 	h.untilWithin(30*time.Second, "ipvs rules", func() bool {
 		return v.switching == "" && v.mode() == "ipvs" && strings.Contains(strings.Join(v.shown, "\n"), "TCP  "+clusterIP+":80 rr")
 	})
 	if v.outcome == nil || v.outcome.failed || v.diff == nil {
-		t.Errorf("after the switch the view shows:\n%s", v.Render())
+		t.Errorf("after the switch the view shows:\n%s", v.View())
 	}
 	h.press("t")
 	h.untilWithin(30*time.Second, "the ipvs burst", func() bool { return v.burst.done })

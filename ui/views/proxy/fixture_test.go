@@ -338,14 +338,15 @@ func (h *harness) untilWithin(timeout time.Duration, what string, cond func() bo
 			h.handled = append(h.handled, msg)
 			h.exec(h.v.Update(msg))
 		case <-deadline:
-			h.t.Fatalf("timed out waiting for %s; the view shows:\n%s", what, h.v.Render())
+			h.t.Fatalf("timed out waiting for %s; the view shows:\n%s", what, h.v.View())
 		}
 	}
 }
 
-// press sends a key and reports whether the view took it.
+// press sends a key and runs the command it asks for, if any: it reports
+// whether there was one.
 func (h *harness) press(k string) bool {
-	cmd, handled := h.v.HandleKey(uitest.Key(k))
+	cmd := h.v.Update(uitest.Key(k))
 	h.exec(cmd)
-	return handled
+	return cmd != nil
 }

@@ -28,8 +28,8 @@ func (v *View) canSend() bool {
 	return v.cluster != nil && svc != nil && svc.proxied() && len(svc.Ports) > 0 && (v.burst == nil || v.burst.done)
 }
 
-// HandleKey handles a key press while the view is shown.
-func (v *View) HandleKey(msg tea.KeyMsg) (tea.Cmd, bool) {
+// handleKey handles a key press while the view is shown.
+func (v *View) handleKey(msg tea.KeyMsg) tea.Cmd {
 	k := v.c.Keys
 	switch {
 	case key.Matches(msg, k.Up, k.Down):
@@ -40,11 +40,11 @@ func (v *View) HandleKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 				v.selectService(v.services[i+1].key())
 			}
 		}
-		return nil, true
+		return nil
 
 	case key.Matches(msg, k.Left, k.Right):
 		if len(v.nodes) < 2 || v.cluster == nil {
-			return nil, true
+			return nil
 		}
 		step := 1
 		if key.Matches(msg, k.Left) {
@@ -53,7 +53,7 @@ func (v *View) HandleKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 		v.node = (v.node + step) % len(v.nodes)
 		v.rules, v.rulesErr, v.fetched = "", nil, false
 		v.diff, v.whole, v.scroll, v.shown, v.shownFor = nil, false, 0, nil, ""
-		return v.follow(), true
+		return v.follow()
 
 	case key.Matches(msg, k.PageUp, k.PageDown):
 		l := v.layout()
@@ -62,26 +62,26 @@ func (v *View) HandleKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 			page = -page
 		}
 		v.scroll = clampScroll(clampScroll(v.scroll, l.rulesH, len(l.rulesRows))+page, l.rulesH, len(l.rulesRows))
-		return nil, true
+		return nil
 
 	case key.Matches(msg, k.Select):
 		if v.diff == nil {
-			return nil, false
+			return nil
 		}
 		v.whole, v.scroll = !v.whole, 0
-		return nil, true
+		return nil
 
 	case key.Matches(msg, k.Mode):
 		if v.cluster == nil || v.switching != "" {
-			return nil, true
+			return nil
 		}
 		v.switching = nextMode(v.mode())
 		v.outcome = nil
-		return switchMode(v.ctx, v.epoch, v.cluster, v.switching), true
+		return switchMode(v.ctx, v.epoch, v.cluster, v.switching)
 
 	case key.Matches(msg, k.Traffic):
 		if !v.canSend() {
-			return nil, true
+			return nil
 		}
 		svc := v.current()
 		v.run++
@@ -89,13 +89,16 @@ func (v *View) HandleKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 		return sendTraffic(v.ctx, v.run, v.cluster, lab.TrafficOptions{
 			Namespace: svc.Namespace, Service: svc.Name, Node: v.nodeName(),
 			Count: burstRequests, Concurrency: burstConcurrency,
-		}), true
+		})
 	}
-	return nil, false
+	return nil
 }
 
-// Keys lists the keys that do something now.
-func (v *View) Keys() []key.Binding {
+// Typing reports false: the Proxy view takes no text.
+func (v *View) Typing() bool { return false }
+
+// ShortHelp lists the keys that do something now.
+func (v *View) ShortHelp() []key.Binding {
 	k := v.c.Keys
 	var out []key.Binding
 	if len(v.services) > 1 {
@@ -126,3 +129,6 @@ func (v *View) Keys() []key.Binding {
 	}
 	return out
 }
+
+// FullHelp lists the keys that do something now, as one group.
+func (v *View) FullHelp() [][]key.Binding { return [][]key.Binding{v.ShortHelp()} }

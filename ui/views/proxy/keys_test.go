@@ -22,18 +22,16 @@ func TestUpDownSelectsService(t *testing.T) {
 	if v.selected != "default/api" {
 		t.Fatalf("first selection %q, want default/api", v.selected)
 	}
-	if !strings.Contains(v.Render(), "-d 10.96.71.4 --dport 8080") {
-		t.Fatalf("api's rules are not shown:\n%s", v.Render())
+	if !strings.Contains(v.View(), "-d 10.96.71.4 --dport 8080") {
+		t.Fatalf("api's rules are not shown:\n%s", v.View())
 	}
 	for _, k := range []string{"down", "down", "down", "down"} { // the last one stays on the last Service
-		if !h.press(k) {
-			t.Fatalf("%s was not handled", k)
-		}
+		h.press(k)
 	}
 	if v.selected != "default/web" {
 		t.Fatalf("selection %q after four downs, want default/web", v.selected)
 	}
-	got := v.Render()
+	got := v.View()
 	for _, want := range []string{"▸ default/web", "-d 10.96.23.117 --dport 80", "web-7d9c6b5f4-8mzvn"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("after selecting web the view lacks %q:\n%s", want, got)
@@ -62,7 +60,7 @@ func TestEndpointChangeShowsDiff(t *testing.T) {
 	h.until("the diff of web's rules and its new endpoints", func() bool {
 		return h.v.diff != nil && len(h.v.current().Endpoints) == 4
 	})
-	got := h.v.Render()
+	got := h.v.View()
 	for _, want := range []string{"changed at 12:00:00: +5 −5", "- -A KUBE-SEP-", "+ -A KUBE-SEP-", "Endpoints: 4, 3 ready", "terminating"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("view lacks %q:\n%s", want, got)
@@ -70,8 +68,8 @@ func TestEndpointChangeShowsDiff(t *testing.T) {
 	}
 	// enter shows all the rules, and again the changes.
 	h.press("enter")
-	if !h.v.whole || strings.Contains(h.v.Render(), "- -A KUBE-SEP-") {
-		t.Errorf("enter did not show the whole rules:\n%s", h.v.Render())
+	if !h.v.whole || strings.Contains(h.v.View(), "- -A KUBE-SEP-") {
+		t.Errorf("enter did not show the whole rules:\n%s", h.v.View())
 	}
 	h.press("enter")
 	if h.v.whole {
@@ -102,7 +100,7 @@ func TestSyncEventRefetches(t *testing.T) {
 	f.mu.Unlock()
 	f.emit(kubeproxy.Event{Kind: kubeproxy.EventSync, Mode: proxier.ModeNFTables})
 	h.until("the nftables rules", func() bool { return h.v.mode() == proxier.ModeNFTables })
-	if got := h.v.Render(); !strings.Contains(got, "(nft list ruleset)") || !strings.Contains(got, "table ip kube-proxy {") {
+	if got := h.v.View(); !strings.Contains(got, "(nft list ruleset)") || !strings.Contains(got, "table ip kube-proxy {") {
 		t.Errorf("after the sync event the view shows:\n%s", got)
 	}
 	f.mu.Lock()
@@ -121,16 +119,16 @@ func TestModeKeyCyclesModes(t *testing.T) {
 	want := []string{proxier.ModeIPVS, proxier.ModeNFTables, proxier.ModeUserspace, proxier.ModeIPTables}
 	for i, mode := range want {
 		if !h.press("m") {
-			t.Fatal("m was not handled")
+			t.Fatal("m asked for no switch")
 		}
-		if !strings.Contains(h.v.Render(), "Switching every kube-proxy to "+mode+"…") {
-			t.Fatalf("after m the view does not say it is switching to %s:\n%s", mode, h.v.Render())
+		if !strings.Contains(h.v.View(), "Switching every kube-proxy to "+mode+"…") {
+			t.Fatalf("after m the view does not say it is switching to %s:\n%s", mode, h.v.View())
 		}
-		if hasKey(h.v.Keys(), "m") {
+		if hasKey(h.v.ShortHelp(), "m") {
 			t.Error("m is offered while a switch runs")
 		}
 		h.until("the switch to "+mode, func() bool { return h.v.switching == "" && h.v.mode() == mode && h.v.diff != nil })
-		got := h.v.Render()
+		got := h.v.View()
 		if !strings.Contains(got, "Every kube-proxy now runs "+mode+" (3 of 3 answered)") || !strings.Contains(got, "("+toolOf(mode)+")") {
 			t.Errorf("after switching to %s the view shows:\n%s", mode, got)
 		}
@@ -152,21 +150,21 @@ func TestTrafficKeyStreamsResults(t *testing.T) {
 		h.press("down")
 	}
 	if !h.press("t") {
-		t.Fatal("t was not handled")
+		t.Fatal("t sent no traffic")
 	}
 	// Half the burst arrives while the rest is held back: the chart shows
 	// it before the run ends.
 	h.until("the first half of the burst", func() bool { return h.v.burst.received == 50 })
-	got := h.v.Render()
+	got := h.v.View()
 	if !strings.Contains(got, "Sending 50/100 requests to default/web via worker-1…") || h.v.burst.done {
 		t.Errorf("halfway the view shows:\n%s", got)
 	}
-	if hasKey(h.v.Keys(), "t") {
+	if hasKey(h.v.ShortHelp(), "t") {
 		t.Error("t is offered while a burst runs")
 	}
 	close(f.gate)
 	h.until("the end of the burst", func() bool { return h.v.burst.done })
-	got = h.v.Render()
+	got = h.v.View()
 	for _, want := range []string{
 		"Last 100 requests to default/web via worker-1",
 		"web-7d9c6b5f4-2xkqp", "web-7d9c6b5f4-8mzvn", "web-7d9c6b5f4-tq4rj",
@@ -201,7 +199,7 @@ func TestNodeKeysFollowAnotherProxy(t *testing.T) {
 	}
 	h.press("right")
 	h.until("worker-2's rules", func() bool { return h.v.fetched })
-	got := h.v.Render()
+	got := h.v.View()
 	if !strings.Contains(got, "kube-proxy on worker-2 (3/3)") || !strings.Contains(got, "TCP  172.18.0.4:30080") && !strings.Contains(got, "--dport 30080") {
 		t.Errorf("after right the view shows:\n%s", got)
 	}
@@ -224,12 +222,12 @@ func TestPageKeysScrollRules(t *testing.T) {
 	for h.v.selected != "default/web" {
 		h.press("down")
 	}
-	if !hasKey(h.v.Keys(), "pgdn") {
-		t.Fatalf("web's rules overflow 80x24 yet pgdn is not offered: %v", h.v.Keys())
+	if !hasKey(h.v.ShortHelp(), "pgdn") {
+		t.Fatalf("web's rules overflow 80x24 yet pgdn is not offered: %v", h.v.ShortHelp())
 	}
-	first := h.v.Render()
+	first := h.v.View()
 	h.press("pgdown")
-	if h.v.scroll == 0 || h.v.Render() == first {
+	if h.v.scroll == 0 || h.v.View() == first {
 		t.Fatal("pgdown did not scroll")
 	}
 	for range 20 {
@@ -239,13 +237,13 @@ func TestPageKeysScrollRules(t *testing.T) {
 	if h.v.scroll != len(l.rulesRows)-l.rulesH {
 		t.Errorf("scrolled to %d, want the last page at %d", h.v.scroll, len(l.rulesRows)-l.rulesH)
 	}
-	if !strings.HasSuffix(strings.TrimRight(h.v.Render(), " \n"), "COMMIT") {
-		t.Errorf("the last page does not end with COMMIT:\n%s", h.v.Render())
+	if !strings.HasSuffix(strings.TrimRight(h.v.View(), " \n"), "COMMIT") {
+		t.Errorf("the last page does not end with COMMIT:\n%s", h.v.View())
 	}
 	for range 20 {
 		h.press("pgup")
 	}
-	if h.v.scroll != 0 || h.v.Render() != first {
+	if h.v.scroll != 0 || h.v.View() != first {
 		t.Error("pgup did not come back to the top")
 	}
 }
@@ -253,8 +251,9 @@ func TestPageKeysScrollRules(t *testing.T) {
 func TestKeysLeaveOthersAlone(t *testing.T) {
 	h := start(t, "en", 120, 40, newFake(t))
 	for _, k := range []string{"q", "1", "?", "k", "enter"} { // enter: no diff to toggle
-		if h.press(k) {
-			t.Errorf("the view took %q, which is not its key now", k)
+		before := h.v.View()
+		if h.press(k) || h.v.View() != before {
+			t.Errorf("%q changed the view, and it is not the view's key now", k)
 		}
 	}
 }
@@ -272,15 +271,15 @@ func hasKey(bs []key.Binding, k string) bool {
 // it has a size or a cluster, as the workspace may.
 func TestBeforeStart(t *testing.T) {
 	v := NewWith(uitest.Setup(t, "en"), nil)
-	if v.Render() != "" || len(v.Keys()) != 0 {
-		t.Errorf("a view without a size draws %q and offers %v", v.Render(), v.Keys())
+	if v.View() != "" || len(v.ShortHelp()) != 0 {
+		t.Errorf("a view without a size draws %q and offers %v", v.View(), v.ShortHelp())
 	}
 	v.SetSize(80, 24)
-	if got := v.Render(); !strings.Contains(got, "Connecting to the API server…") {
+	if got := v.View(); !strings.Contains(got, "Connecting to the API server…") {
 		t.Errorf("before Start the view shows:\n%s", got)
 	}
 	for _, k := range []string{"m", "t", "down", "right", "pgdown"} {
-		if cmd, _ := v.HandleKey(uitest.Key(k)); cmd != nil {
+		if cmd := v.Update(uitest.Key(k)); cmd != nil {
 			t.Errorf("%s before Start returned a command", k)
 		}
 	}

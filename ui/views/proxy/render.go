@@ -39,20 +39,19 @@ type column struct {
 	width int
 }
 
-// Render draws the view.
-func (v *View) Render() string {
+// View draws the view.
+func (v *View) View() string {
 	w, h := v.width, v.height
 	if w <= 0 || h <= 0 {
 		return ""
 	}
-	lk := lookOf(v.c.Styles)
 	if msg, style, ok := v.placeholder(); ok {
 		var out []string
 		for _, l := range strings.Split(msg, "\n") {
 			out = append(out, common.Pack(strings.Fields(l), w, " ")...)
 		}
 		for i := range out {
-			out[i] = style(lk).Render(out[i])
+			out[i] = style.Render(out[i])
 		}
 		return common.Lines(strings.Join(out, "\n"), w, h)
 	}
@@ -65,11 +64,11 @@ func (v *View) Render() string {
 }
 
 // placeholder is what the view says while it has no Service to show.
-func (v *View) placeholder() (string, func(look) lipgloss.Style, bool) {
-	muted := func(lk look) lipgloss.Style { return lk.Muted }
+func (v *View) placeholder() (string, lipgloss.Style, bool) {
+	muted := v.c.Styles.Proxy.Muted
 	switch {
 	case v.err != nil:
-		return i18n.T("ui.proxy.err.watch", i18n.Localize(v.err, i18n.Current())), func(lk look) lipgloss.Style { return lk.Bad }, true
+		return i18n.T("ui.proxy.err.watch", i18n.Localize(v.err, i18n.Current())), v.c.Styles.Proxy.Bad, true
 	case v.cluster == nil:
 		return i18n.T("ui.proxy.connecting"), muted, true
 	case !v.listed:
@@ -77,7 +76,7 @@ func (v *View) placeholder() (string, func(look) lipgloss.Style, bool) {
 	case len(v.services) == 0:
 		return i18n.T("ui.proxy.no-services") + "\n\n" + exampleService, muted, true
 	}
-	return "", nil, false
+	return "", muted, false
 }
 
 // exampleService is what a student can type at the command line to have
@@ -121,7 +120,7 @@ func (v *View) layout() layout {
 
 // columns lays blocks side by side, height rows tall.
 func (v *View) columns(height int, cols ...column) []string {
-	sep := lookOf(v.c.Styles).Rule.Render(colSep)
+	sep := v.c.Styles.Proxy.Rule.Render(colSep)
 	out := make([]string, height)
 	for i := range out {
 		var b strings.Builder
@@ -143,11 +142,11 @@ func (v *View) columns(height int, cols ...column) []string {
 // headLines says which Service and which kube-proxy the view shows, and
 // how the last action went.
 func (v *View) headLines(w int) []string {
-	lk := lookOf(v.c.Styles)
-	dot := lk.Muted.Render(" · ")
+	s := v.c.Styles
+	dot := s.Proxy.Muted.Render(" · ")
 	var out []string
 	if svc := v.current(); svc != nil {
-		parts := []string{lk.Title.Render(svc.key())}
+		parts := []string{s.Proxy.Title.Render(svc.key())}
 		if svc.Type != corev1.ServiceTypeClusterIP {
 			parts = append(parts, string(svc.Type))
 		}
@@ -158,19 +157,19 @@ func (v *View) headLines(w int) []string {
 			parts = append(parts, i18n.T("ui.proxy.ports", portList(svc)))
 		}
 		if why := notProxied(svc); why != "" {
-			parts = append(parts[:1], lk.Bad.Render(why))
+			parts = append(parts[:1], s.Proxy.Bad.Render(why))
 		}
 		out = append(out, common.JoinFitting(parts, w, dot))
 	}
 
 	node := v.nodeName()
-	parts := []string{lk.Title.Render(i18n.T("ui.proxy.node", node, v.node+1, len(v.nodes)))}
+	parts := []string{s.Proxy.Title.Render(i18n.T("ui.proxy.node", node, v.node+1, len(v.nodes)))}
 	if st := v.nodeStatus(); st != nil {
 		mode := i18n.T("ui.proxy.mode", st.Mode)
 		if st.Mode == proxier.ModeIPVS {
 			mode = i18n.T("ui.proxy.mode-ipvs", st.IPVSScheduler)
 		}
-		parts = append(parts, lk.Value.Bold(true).Render(mode),
+		parts = append(parts, s.Proxy.Value.Bold(true).Render(mode),
 			i18n.T("ui.proxy.synced", st.Rules, st.LastSync.At.Format(timeFormat)))
 		var others []string
 		for _, np := range v.statuses {
@@ -179,28 +178,28 @@ func (v *View) headLines(w int) []string {
 			}
 		}
 		if len(others) > 0 {
-			parts = append(parts, lk.Busy.Render(i18n.T("ui.proxy.mixed", strings.Join(others, ", "))))
+			parts = append(parts, s.Proxy.Busy.Render(i18n.T("ui.proxy.mixed", strings.Join(others, ", "))))
 		}
 	}
 	switch {
 	case v.rulesErr != nil:
-		parts = append(parts, lk.Bad.Render(i18n.Localize(v.rulesErr, i18n.Current())))
+		parts = append(parts, s.Proxy.Bad.Render(i18n.Localize(v.rulesErr, i18n.Current())))
 	case v.streamErr != nil:
-		parts = append(parts, lk.Muted.Render(i18n.T("ui.proxy.no-stream", i18n.Localize(v.streamErr, i18n.Current()))))
+		parts = append(parts, s.Proxy.Muted.Render(i18n.T("ui.proxy.no-stream", i18n.Localize(v.streamErr, i18n.Current()))))
 	}
 	out = append(out, common.JoinFitting(parts, w, dot))
 
 	var action []string
 	switch {
 	case v.switching != "":
-		action = append(action, lk.Busy.Render(i18n.T("ui.proxy.switching", v.switching)))
+		action = append(action, s.Proxy.Busy.Render(i18n.T("ui.proxy.switching", v.switching)))
 	case v.outcome != nil && v.outcome.failed:
-		action = append(action, lk.Bad.Render(v.outcome.text()))
+		action = append(action, s.Proxy.Bad.Render(v.outcome.text()))
 	case v.outcome != nil:
-		action = append(action, lk.Good.Render(v.outcome.text()))
+		action = append(action, s.Proxy.Good.Render(v.outcome.text()))
 	}
 	if st := v.nodeStatus(); st != nil && st.ConfigError != "" {
-		action = append(action, lk.Bad.Render(i18n.T("ui.proxy.config-error", st.ConfigError)))
+		action = append(action, s.Proxy.Bad.Render(i18n.T("ui.proxy.config-error", st.ConfigError)))
 	}
 	if len(action) > 0 {
 		out = append(out, common.Fit(strings.Join(action, dot), w))

@@ -13,8 +13,8 @@ import (
 // serviceLines is the list of Services, scrolled to keep the selected one
 // in sight.
 func (v *View) serviceLines(w, h int) []string {
-	lk := lookOf(v.c.Styles)
-	out := []string{lk.Title.Render(common.Fit(i18n.T("ui.proxy.services", len(v.services)), w))}
+	s := v.c.Styles
+	out := []string{s.Proxy.Title.Render(common.Fit(i18n.T("ui.proxy.services", len(v.services)), w))}
 	rows := h - 1
 	if rows <= 0 {
 		return out[:min(h, 1)]
@@ -27,31 +27,31 @@ func (v *View) serviceLines(w, h int) []string {
 	}
 	start := max(0, min(sel-rows/2, len(v.services)-rows))
 	for i := start; i < min(start+rows, len(v.services)); i++ {
-		s := &v.services[i]
+		svc := &v.services[i]
 		if i == sel {
-			out = append(out, lk.Selected.Render(common.Fit("▸ "+s.key(), w)))
+			out = append(out, s.Proxy.Selected.Render(common.Fit("▸ "+svc.key(), w)))
 			continue
 		}
-		style := lk.Value
-		if !s.proxied() {
-			style = lk.Muted
+		style := s.Proxy.Value
+		if !svc.proxied() {
+			style = s.Proxy.Muted
 		}
-		out = append(out, style.Render(common.Fit("  "+s.key(), w)))
+		out = append(out, style.Render(common.Fit("  "+svc.key(), w)))
 	}
 	return out
 }
 
 // endpointLines lists the selected Service's endpoints: ✓ ready, ✗ not.
 func (v *View) endpointLines(w, h int) []string {
-	lk := lookOf(v.c.Styles)
+	s := v.c.Styles
 	svc := v.current()
 	if svc == nil || h <= 0 {
 		return nil
 	}
 	eps := svc.Endpoints
-	out := []string{lk.Title.Render(common.Fit(i18n.T("ui.proxy.endpoints", len(eps), svc.readyEndpoints()), w))}
+	out := []string{s.Proxy.Title.Render(common.Fit(i18n.T("ui.proxy.endpoints", len(eps), svc.readyEndpoints()), w))}
 	if len(eps) == 0 {
-		return append(out, lk.Muted.Render(common.Fit(i18n.T("ui.proxy.no-endpoints"), w)))
+		return append(out, s.Proxy.Muted.Render(common.Fit(i18n.T("ui.proxy.no-endpoints"), w)))
 	}
 	podW, ipW := 0, 0
 	for _, e := range eps {
@@ -64,26 +64,26 @@ func (v *View) endpointLines(w, h int) []string {
 		shown = eps[:max(rows-1, 0)]
 	}
 	for _, e := range shown {
-		mark, style := "✓", lk.Good
+		mark, style := "✓", s.Proxy.Good
 		state := ""
 		switch {
 		case e.Terminating:
-			mark, style, state = "✗", lk.Busy, i18n.T("ui.proxy.ep.terminating")
+			mark, style, state = "✗", s.Proxy.Busy, i18n.T("ui.proxy.ep.terminating")
 		case !e.Ready:
-			mark, style, state = "✗", lk.Bad, i18n.T("ui.proxy.ep.not-ready")
+			mark, style, state = "✗", s.Proxy.Bad, i18n.T("ui.proxy.ep.not-ready")
 		}
 		pod := e.Pod
 		if pod == "" {
 			pod = "-"
 		}
-		line := style.Render(mark) + " " + common.Pad(pod, podW) + "  " + common.Pad(e.IP, ipW) + "  " + lk.Muted.Render(e.Node)
+		line := style.Render(mark) + " " + common.Pad(pod, podW) + "  " + common.Pad(e.IP, ipW) + "  " + s.Proxy.Muted.Render(e.Node)
 		if state != "" {
 			line += " " + style.Render(state)
 		}
 		out = append(out, common.Fit(line, w))
 	}
 	if len(shown) < len(eps) && rows > 0 {
-		out = append(out, lk.Muted.Render(common.Fit(i18n.T("ui.proxy.more", len(eps)-len(shown)), w)))
+		out = append(out, s.Proxy.Muted.Render(common.Fit(i18n.T("ui.proxy.more", len(eps)-len(shown)), w)))
 	}
 	return out
 }
@@ -92,20 +92,20 @@ func (v *View) endpointLines(w, h int) []string {
 // one per stage where requests failed, with counts and shares of the
 // requests finished so far, then which modes handled them.
 func (v *View) chartLines(w, h int) []string {
-	lk := lookOf(v.c.Styles)
+	s := v.c.Styles
 	svc := v.current()
 	b := v.burst
 	if h <= 0 || svc == nil {
 		return nil
 	}
 	if b == nil {
-		out := []string{lk.Title.Render(common.Fit(i18n.T("ui.proxy.chart.title"), w))}
+		out := []string{s.Proxy.Title.Render(common.Fit(i18n.T("ui.proxy.chart.title"), w))}
 		hint := i18n.T("ui.proxy.chart.hint", burstRequests, svc.key(), v.nodeName())
 		if !svc.proxied() {
 			hint = i18n.T("ui.proxy.chart.no-traffic")
 		}
 		for _, l := range common.Pack(strings.Fields(hint), w, " ") {
-			out = append(out, lk.Muted.Render(l))
+			out = append(out, s.Proxy.Muted.Render(l))
 		}
 		return out[:min(len(out), h)]
 	}
@@ -114,7 +114,7 @@ func (v *View) chartLines(w, h int) []string {
 	if !b.done {
 		title = i18n.T("ui.proxy.chart.sending", b.received, b.count, b.service, b.node)
 	}
-	out := []string{lk.Title.Render(common.Fit(title, w))}
+	out := []string{s.Proxy.Title.Render(common.Fit(title, w))}
 
 	type row struct {
 		label string
@@ -123,10 +123,10 @@ func (v *View) chartLines(w, h int) []string {
 	}
 	var rows []row
 	for _, p := range b.pods {
-		rows = append(rows, row{p.pod, p.count, lk.Bar})
+		rows = append(rows, row{p.pod, p.count, s.Proxy.Bar})
 	}
 	for _, f := range b.failures {
-		rows = append(rows, row{"✗ " + i18n.T("ui.proxy.chart.failed", f.stage), f.count, lk.FailBar})
+		rows = append(rows, row{"✗ " + i18n.T("ui.proxy.chart.failed", f.stage), f.count, s.Proxy.FailBar})
 	}
 	labelW, full := 0, 0
 	for _, r := range rows {
@@ -148,7 +148,7 @@ func (v *View) chartLines(w, h int) []string {
 		out = append(out, common.Fit(line, w))
 	}
 	if len(rows) == 0 && !b.done {
-		out = append(out, lk.Muted.Render(common.Fit(i18n.T("ui.proxy.chart.waiting"), w)))
+		out = append(out, s.Proxy.Muted.Render(common.Fit(i18n.T("ui.proxy.chart.waiting"), w)))
 	}
 
 	if modes := b.modeNames(); len(modes) > 0 {
@@ -156,13 +156,13 @@ func (v *View) chartLines(w, h int) []string {
 		for _, m := range modes {
 			ms = append(ms, fmt.Sprintf("%s ×%d", m, b.modes[m]))
 		}
-		out = append(out, lk.Muted.Render(common.Fit(i18n.T("ui.proxy.chart.modes", strings.Join(ms, ", ")), w)))
+		out = append(out, s.Proxy.Muted.Render(common.Fit(i18n.T("ui.proxy.chart.modes", strings.Join(ms, ", ")), w)))
 	}
 	for _, f := range b.failures {
-		out = append(out, lk.Bad.Render(common.Fit(f.stage+": "+f.reason, w)))
+		out = append(out, s.Proxy.Bad.Render(common.Fit(f.stage+": "+f.reason, w)))
 	}
 	if b.err != nil {
-		out = append(out, lk.Bad.Render(common.Fit(i18n.T("ui.proxy.chart.error", i18n.Localize(b.err, i18n.Current())), w)))
+		out = append(out, s.Proxy.Bad.Render(common.Fit(i18n.T("ui.proxy.chart.error", i18n.Localize(b.err, i18n.Current())), w)))
 	}
 	return out[:min(len(out), h)]
 }

@@ -7,9 +7,24 @@ import (
 	kubeproxy "github.com/klab-dev/klab/cluster/proxy"
 )
 
-// Update handles the view's own messages and ignores the rest.
+// Owns reports whether msg is one of the view's own: its watches, its
+// kube-proxy's events, the rules fetched, a switch's or a burst's result.
+func (v *View) Owns(msg tea.Msg) bool {
+	switch msg.(type) {
+	case connectedMsg, watchingMsg, servicesMsg, subscribedMsg, proxyEventsMsg,
+		streamEndedMsg, rulesMsg, switchedMsg, trafficMsg:
+		return true
+	}
+	return false
+}
+
+// Update handles the view's own messages, and keys while it is shown; it
+// ignores the rest.
 func (v *View) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
+	case tea.KeyMsg:
+		return v.handleKey(msg)
+
 	case connectedMsg:
 		if msg.epoch != v.epoch {
 			return nil

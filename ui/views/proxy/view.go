@@ -93,6 +93,8 @@ type outcome struct {
 	failed bool
 }
 
+var _ common.View = (*View)(nil)
+
 // New returns the Proxy view of a running lab.
 func New(c *common.Common) *View { return NewWith(c, Connect) }
 
@@ -120,6 +122,10 @@ func (v *View) Start(ctx context.Context, info *lab.Info) tea.Cmd {
 	v.node = max(slices.IndexFunc(info.Nodes, func(n runtime.Node) bool { return n.Role == runtime.RoleWorker }), 0)
 	return connect(v.epoch, v.connect, info)
 }
+
+// Show does nothing: the view follows its kube-proxy shown or not, so that
+// the diff of a change made meanwhile is there when it is shown.
+func (v *View) Show(bool) tea.Cmd { return nil }
 
 // current returns the selected Service, or nil.
 func (v *View) current() *service {

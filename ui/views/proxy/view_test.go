@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
+
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/lab"
 	kubeproxy "github.com/klab-dev/klab/cluster/proxy"
@@ -116,7 +118,7 @@ func handBuilt(t *testing.T, lang i18n.Lang, w, h int, state string) *View {
 	v.Update(subscribedMsg{feed: v.feed})
 	v.Update(rulesMsg{feed: v.feed, statuses: statusesIn(proxier.ModeIPTables), rules: readRules(t, "iptables-before")})
 	for v.selected != "default/web" {
-		v.HandleKey(uitest.Key("down"))
+		v.Update(uitest.Key("down"))
 	}
 	// web's third pod is replaced.
 	v.Update(servicesMsg{epoch: v.epoch, services: buildServices(fixtureObjects(true))})
@@ -124,17 +126,17 @@ func handBuilt(t *testing.T, lang i18n.Lang, w, h int, state string) *View {
 
 	switch state {
 	case "diff":
-		v.HandleKey(uitest.Key("t"))
+		v.Update(uitest.Key("t"))
 		v.Update(trafficMsg{run: v.run, results: results(proxier.ModeIPTables, 100, 25), done: true})
 	case "ipvs":
-		v.HandleKey(uitest.Key("m"))
+		v.Update(uitest.Key("m"))
 		v.Update(switchedMsg{epoch: v.epoch, mode: proxier.ModeIPVS, nodes: statusesIn(proxier.ModeIPVS)})
 		v.Update(rulesMsg{feed: v.feed, statuses: statusesIn(proxier.ModeIPVS), rules: readRules(t, "ipvs-after")})
-		v.HandleKey(uitest.Key("t"))
+		v.Update(uitest.Key("t"))
 		v.Update(trafficMsg{run: v.run, results: results(proxier.ModeIPVS, 40, 0)})
 	case "nftables":
 		v.Update(rulesMsg{feed: v.feed, statuses: statusesIn(proxier.ModeNFTables), rules: readRules(t, "nftables-after")})
-		v.HandleKey(uitest.Key("enter"))
+		v.Update(uitest.Key("enter"))
 	default:
 		t.Fatalf("no state %q", state)
 	}
@@ -156,7 +158,7 @@ func TestProxyViewGolden(t *testing.T) {
 				name := fmt.Sprintf("%s-%s-%dx%d", sc.state, lang, size.W, size.H)
 				t.Run(name, func(t *testing.T) {
 					v := handBuilt(t, lang, size.W, size.H, sc.state)
-					got := v.Render()
+					got := v.View()
 					uitest.CheckFrame(t, got, size.W, size.H)
 					uitest.Golden(t, name, got)
 				})
@@ -171,7 +173,7 @@ func TestProxyViewGolden(t *testing.T) {
 // state shows the virtual servers of web only.
 func TestProxyViewShowsTheStory(t *testing.T) {
 	v := handBuilt(t, "en", 200, 60, "diff")
-	got := v.Render()
+	got := v.View()
 	for _, want := range []string{
 		"default/web · NodePort · ClusterIP 10.96.23.117 · ports 80:30080/TCP→8080",
 		"kube-proxy on worker-1 (2/3) · mode iptables · 31 rules, synced 11:59:57",
@@ -202,7 +204,7 @@ func TestProxyViewShowsTheStory(t *testing.T) {
 	}
 
 	v = handBuilt(t, "en", 200, 60, "ipvs")
-	got = v.Render()
+	got = v.View()
 	for _, want := range []string{
 		"mode ipvs, scheduler rr", "Every kube-proxy now runs ipvs (3 of 3 answered)",
 		"(ipvsadm -Ln) · changed at 12:00:00: +11 −23", "- ⋯ all 23 old lines removed",
@@ -228,13 +230,30 @@ func TestProxyViewFitsEverySize(t *testing.T) {
 			for _, size := range sizes {
 				t.Run(fmt.Sprintf("%s-%s-%dx%d", state, lang, size.W, size.H), func(t *testing.T) {
 					v := handBuilt(t, lang, size.W, size.H, state)
-					uitest.CheckFrame(t, v.Render(), size.W, size.H)
+					uitest.CheckFrame(t, v.View(), size.W, size.H)
 					for range 3 { // scrolled to the end too
-						v.HandleKey(uitest.Key("pgdown"))
+						v.Update(uitest.Key("pgdown"))
 					}
-					uitest.CheckFrame(t, v.Render(), size.W, size.H)
+					uitest.CheckFrame(t, v.View(), size.W, size.H)
 				})
 			}
+		}
+	}
+}
+
+// The view owns the messages of its own feeds, stale ones included, and
+// nothing else: while it is hidden they cost the workspace no frame.
+func TestOwnsItsFeeds(t *testing.T) {
+	v := NewWith(uitest.Setup(t, "en"), nil)
+	for _, msg := range []tea.Msg{connectedMsg{}, watchingMsg{}, servicesMsg{epoch: 99}, subscribedMsg{}, proxyEventsMsg{},
+		streamEndedMsg{}, rulesMsg{feed: 99}, switchedMsg{}, trafficMsg{}} {
+		if !v.Owns(msg) {
+			t.Errorf("%T is not owned", msg)
+		}
+	}
+	for _, msg := range []tea.Msg{uitest.Key("t"), tea.WindowSizeMsg{}, nil} {
+		if v.Owns(msg) {
+			t.Errorf("%T is owned", msg)
 		}
 	}
 }

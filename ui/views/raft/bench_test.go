@@ -27,13 +27,13 @@ func BenchmarkRenderBusy(b *testing.B) {
 			if len(st.Messages) < 200 {
 				b.Fatalf("only %d messages in flight", len(st.Messages))
 			}
-			v := New(c)
+			v := New(c, st)
 			v.SetSize(size.W, size.H)
 			frames := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
 			for range b.N {
 				start := time.Now()
-				_ = v.Render(st)
+				_ = v.View()
 				frames = append(frames, time.Since(start))
 			}
 			b.StopTimer()

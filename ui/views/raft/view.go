@@ -5,10 +5,11 @@
 package raft
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
-	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/lab"
@@ -16,17 +17,31 @@ import (
 	"github.com/klab-dev/klab/ui/labstate"
 )
 
-// View draws the Raft view of a labstate.State.
+// View draws the Raft view of the members st holds, which the workspace
+// folds from the Observer's stream. It follows nothing of its own; its
+// keys ask the workspace to act on the cluster (ActionMsg).
 type View struct {
 	c             *common.Common
 	width, height int
+	st            *labstate.State
 }
 
-// New returns the Raft view.
-func New(c *common.Common) *View { return &View{c: c} }
+var _ common.View = (*View)(nil)
+
+// New returns the Raft view of the members st holds.
+func New(c *common.Common, st *labstate.State) *View { return &View{c: c, st: st} }
 
 // SetSize sets the cells the view draws in.
 func (v *View) SetSize(width, height int) { v.width, v.height = width, height }
+
+// Start does nothing: the members' state is the workspace's to follow.
+func (v *View) Start(context.Context, *lab.Info) tea.Cmd { return nil }
+
+// Show does nothing: the view draws what the workspace folds, shown or not.
+func (v *View) Show(bool) tea.Cmd { return nil }
+
+// Owns reports false: the view has no source of its own.
+func (v *View) Owns(tea.Msg) bool { return false }
 
 // Layout constants.
 const (
@@ -40,9 +55,9 @@ const (
 	maxNotes    = 8
 )
 
-// Render draws the state in the view's size.
-func (v *View) Render(st *labstate.State) string {
-	s := v.c.Styles
+// View draws the members in the view's size.
+func (v *View) View() string {
+	s, st := v.c.Styles, v.st
 	w, h := v.width, v.height
 	if w <= 0 || h <= 0 {
 		return ""
@@ -246,53 +261,4 @@ func noteLine(v *View, st *labstate.State, n labstate.Note, whenW, width int) st
 		text = i18n.T("ui.note.snapshot", n.Member, n.Detail)
 	}
 	return common.Fit(s.Raft.Muted.Render(common.Pad(when, whenW))+text, width)
-}
-
-// Keys returns the Raft view's keys that work in the state st: step only
-// while the clock is paused, speed changes only within their range, kill
-// only when there is a leader, restart only when a member is down.
-func Keys(c *common.Common, st *labstate.State) []key.Binding {
-	k := c.Keys
-	clock := st.Clock()
-	var out []key.Binding
-	if clock.TickInterval > 0 {
-		if clock.Paused {
-			out = append(out, k.Resume(), k.Step)
-		} else {
-			out = append(out, k.Pause)
-		}
-		idx := lab.SlowdownOf(clock.TickInterval)
-		if idx < len(lab.Slowdowns)-1 {
-			out = append(out, k.Slower)
-		}
-		if idx > 0 {
-			out = append(out, k.Faster)
-		}
-	}
-	if st.Leader() != nil {
-		out = append(out, k.Kill)
-	}
-	if len(st.Members) > 1 {
-		out = append(out, k.Partition)
-	}
-	if len(st.Partitions) > 0 || st.SawDrops() {
-		out = append(out, k.Heal)
-	}
-	if len(Restartable(st)) > 0 {
-		out = append(out, k.Restart)
-	}
-	out = append(out, k.Write)
-	return out
-}
-
-// Restartable lists the members that are not running and can be started
-// again.
-func Restartable(st *labstate.State) []string {
-	var out []string
-	for i := range st.Members {
-		if !st.Members[i].Running() && st.Members[i].Role() != labstate.RolePaused && st.Members[i].Role() != labstate.RoleUnknown {
-			out = append(out, st.Members[i].Name)
-		}
-	}
-	return out
 }

@@ -29,9 +29,9 @@ func TestRaftViewGolden(t *testing.T) {
 				name := fmt.Sprintf("%s-%s-%dx%d", sc.name, lang, size.W, size.H)
 				t.Run(name, func(t *testing.T) {
 					c := uitest.Setup(t, lang)
-					v := New(c)
+					v := New(c, sc.state(sc.members))
 					v.SetSize(size.W, size.H)
-					got := v.Render(sc.state(sc.members))
+					got := v.View()
 					uitest.CheckFrame(t, got, size.W, size.H)
 					uitest.Golden(t, name, got)
 				})
@@ -45,10 +45,10 @@ func TestRaftViewGolden(t *testing.T) {
 // election's messages and the heartbeats.
 func TestRaftViewShowsWhatHappened(t *testing.T) {
 	c := uitest.Setup(t, "en")
-	v := New(c)
-	v.SetSize(120, 40)
 	_, st := uitest.Raft(3)
-	got := v.Render(st)
+	v := New(c, st)
+	v.SetSize(120, 40)
+	got := v.View()
 	for _, want := range []string{
 		"★ leader master-1, term 3", "quorum 2 of 3, 3 running",
 		"MsgPreVote t3", "MsgVoteResp t3 ✓", "MsgApp t3 i11 +1", "♥ MsgHeartbeat ×8 / Resp ×8",
@@ -84,7 +84,7 @@ func TestKeysFollowState(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			for _, b := range Keys(c, tt.st) {
+			for _, b := range New(c, tt.st).ShortHelp() {
 				got = append(got, b.Help().Key)
 			}
 			for _, w := range tt.want {
@@ -119,11 +119,11 @@ func TestColourFrameMatchesPlain(t *testing.T) {
 	for _, lang := range uitest.Langs {
 		c := uitest.Setup(t, lang)
 		_, st := uitest.Busy(5, 200)
-		v := New(c)
+		v := New(c, st)
 		v.SetSize(200, 60)
-		plain := v.Render(st)
+		plain := v.View()
 		lipgloss.SetColorProfile(termenv.TrueColor)
-		coloured := v.Render(st)
+		coloured := v.View()
 		lipgloss.SetColorProfile(termenv.Ascii)
 		if coloured == plain {
 			t.Fatalf("%s: the TrueColor frame has no escape codes", lang)
@@ -164,9 +164,10 @@ func TestFiveMembersInLessonPane(t *testing.T) {
 	for _, lang := range uitest.Langs {
 		t.Run(string(lang), func(t *testing.T) {
 			c := uitest.Setup(t, lang)
-			v := New(c)
+			_, st := uitest.Raft(5)
+			v := New(c, st)
 			v.SetSize(w, h)
-			got := v.Render(func() *labstate.State { _, st := uitest.Raft(5); return st }())
+			got := v.View()
 			uitest.CheckFrame(t, got, w, h)
 			lines := strings.Split(got, "\n")
 			for i := 1; i <= 5; i++ {
@@ -180,5 +181,42 @@ func TestFiveMembersInLessonPane(t *testing.T) {
 			}
 			uitest.Golden(t, "five-pane-"+string(lang), got)
 		})
+	}
+}
+
+// A key that works now asks the workspace for its action; one that does
+// not (step while the clock runs) and every other message ask nothing.
+func TestKeysAskForActions(t *testing.T) {
+	c := uitest.Setup(t, "en")
+	_, st := uitest.Raft(3)
+	v := New(c, st)
+	tests := []struct {
+		key  string
+		want Action
+	}{
+		{"space", Pause}, {"-", Slower}, {"k", Kill}, {"p", Partition}, {"w", Write},
+		{".", 0}, {"+", 0}, {"r", 0}, {"h", 0}, {"q", 0},
+	}
+	for _, tt := range tests {
+		var got Action
+		if cmd := v.Update(uitest.Key(tt.key)); cmd != nil {
+			msg, ok := cmd().(ActionMsg)
+			if !ok {
+				t.Fatalf("%s: the command's message is %T, want ActionMsg", tt.key, cmd())
+			}
+			got = msg.Action
+		}
+		if got != tt.want {
+			t.Errorf("%s asks for action %d, want %d", tt.key, got, tt.want)
+		}
+	}
+	for i := range st.Members {
+		st.Members[i].Status.Clock.Paused = true
+	}
+	if msg := v.Update(uitest.Key("space"))(); msg != (ActionMsg{Action: Resume}) {
+		t.Errorf("space while paused asks %v, want resume", msg)
+	}
+	if v.Update(uitest.Key(".")) == nil {
+		t.Error("a step while paused asks nothing")
 	}
 }

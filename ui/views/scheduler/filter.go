@@ -5,12 +5,11 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/charmbracelet/lipgloss"
-
 	"github.com/klab-dev/klab/assets/i18n"
 	sched "github.com/klab-dev/klab/cluster/scheduler"
 	frameworkruntime "github.com/klab-dev/klab/cluster/scheduler/framework/runtime"
 	"github.com/klab-dev/klab/ui/common"
+	"github.com/klab-dev/klab/ui/styles"
 )
 
 // shortNames are the in-tree plugins' names cut down for narrow tables.
@@ -53,18 +52,18 @@ const (
 
 // verdictMark is a plugin's verdict as one cell: the glyph says it without
 // colour (NO_COLOR), the colour says it at a glance.
-func verdictMark(lk look, verdict string) string {
+func verdictMark(s *styles.Styles, verdict string) string {
 	switch verdict {
 	case frameworkruntime.VerdictPassed:
-		return lk.Good.Render("✓")
+		return s.Scheduler.Good.Render("✓")
 	case frameworkruntime.VerdictRejected:
-		return lk.Bad.Render("✗")
+		return s.Scheduler.Bad.Render("✗")
 	case frameworkruntime.VerdictError:
-		return lk.Bad.Render("!")
+		return s.Scheduler.Bad.Render("!")
 	case frameworkruntime.VerdictSkipped:
-		return lk.Muted.Render("–")
+		return s.Scheduler.Muted.Render("–")
 	}
-	return lk.Muted.Render("·")
+	return s.Scheduler.Muted.Render("·")
 }
 
 // rejection is the plugin that turned a node down and its reasons.
@@ -84,18 +83,18 @@ func rejection(nf sched.NodeFilter) (plugin, reasons string) {
 // node, a column per filter plugin, and why a rejected node was rejected.
 // When the columns do not fit, each node gets one line saying which plugin
 // rejected it.
-func filterSection(lk look, d *sched.Decision, width int) section {
-	sec := section{More: func(n int) string { return lk.Muted.Render(i18n.T("ui.sched.more-nodes", n)) }}
-	title := lk.Title.Render(i18n.T("ui.sched.filter.title")) + lk.Muted.Render("  "+i18n.T("ui.sched.filter.count", d.FeasibleNodes, d.EvaluatedNodes, d.NumNodes))
+func filterSection(s *styles.Styles, d *sched.Decision, width int) section {
+	sec := section{More: func(n int) string { return s.Scheduler.Muted.Render(i18n.T("ui.sched.more-nodes", n)) }}
+	title := s.Scheduler.Title.Render(i18n.T("ui.sched.filter.title")) + s.Scheduler.Muted.Render("  "+i18n.T("ui.sched.filter.count", d.FeasibleNodes, d.EvaluatedNodes, d.NumNodes))
 	sec.Head = append(sec.Head, common.Fit(title, width))
 	for _, v := range d.PreFilter {
 		if v.Verdict == frameworkruntime.VerdictRejected || v.Verdict == frameworkruntime.VerdictError {
-			sec.Head = append(sec.Head, wrapStyled(lk.Bad, i18n.T("ui.sched.filter.prefilter", v.Plugin, strings.Join(v.Reasons, ", ")), width, "")...)
+			sec.Head = append(sec.Head, common.WrapStyled(s.Scheduler.Bad, i18n.T("ui.sched.filter.prefilter", v.Plugin, strings.Join(v.Reasons, ", ")), width, "")...)
 		}
 	}
 	if len(d.Filter) == 0 {
 		if d.NumNodes == 0 {
-			sec.Head = append(sec.Head, lk.Muted.Render(common.Fit(i18n.T("ui.sched.filter.no-nodes"), width)))
+			sec.Head = append(sec.Head, s.Scheduler.Muted.Render(common.Fit(i18n.T("ui.sched.filter.no-nodes"), width)))
 		}
 		return sec
 	}
@@ -111,7 +110,7 @@ func filterSection(lk look, d *sched.Decision, width int) section {
 	}
 	alt := sec
 	alt.Head = slices.Clone(sec.Head)
-	alt.Rows = groupedFilterRows(lk, nodes, width)
+	alt.Rows = groupedFilterRows(s, nodes, width)
 	sec.Alt = &alt
 	nodeW := common.Width(i18n.T("ui.sched.col.node"))
 	for _, nf := range nodes {
@@ -128,10 +127,10 @@ func filterSection(lk look, d *sched.Decision, width int) section {
 	short := gridWidth(false) > width
 	if gridWidth(short) > width {
 		for _, nf := range nodes {
-			sec.Rows = append(sec.Rows, compactFilterRow(lk, nf, nodeW, width))
+			sec.Rows = append(sec.Rows, compactFilterRow(s, nf, nodeW, width))
 		}
 		if len(sec.Rows) > 0 {
-			sec.Tail = append(sec.Tail, lk.Muted.Render(common.Fit(i18n.T("ui.sched.filter.narrow", gridWidth(true)), width)))
+			sec.Tail = append(sec.Tail, s.Scheduler.Muted.Render(common.Fit(i18n.T("ui.sched.filter.narrow", gridWidth(true)), width)))
 		}
 		return sec
 	}
@@ -142,7 +141,7 @@ func filterSection(lk look, d *sched.Decision, width int) section {
 		header += gap + pluginName(p, short)
 	}
 	header += gap + i18n.T("ui.sched.col.reason")
-	sec.Head = append(sec.Head, lk.Muted.Render(common.Fit(header, width)))
+	sec.Head = append(sec.Head, s.Scheduler.Muted.Render(common.Fit(header, width)))
 	for _, nf := range nodes {
 		verdicts := map[string]string{}
 		for _, v := range nf.Plugins {
@@ -151,44 +150,44 @@ func filterSection(lk look, d *sched.Decision, width int) section {
 		row := common.Pad(nf.Node, nodeW)
 		for _, p := range plugins {
 			w := common.Width(pluginName(p, short))
-			mark := verdictMark(lk, verdicts[p])
+			mark := verdictMark(s, verdicts[p])
 			row += gap + strings.Repeat(" ", (w-1)/2) + mark + strings.Repeat(" ", w-1-(w-1)/2)
 		}
 		if nf.Feasible {
-			row += gap + lk.Good.Render(i18n.T("ui.sched.filter.feasible"))
+			row += gap + s.Scheduler.Good.Render(i18n.T("ui.sched.filter.feasible"))
 		} else {
 			_, reasons := rejection(nf)
 			row += gap + reasons
 		}
 		sec.Rows = append(sec.Rows, common.Fit(row, width))
 	}
-	sec.Tail = append(sec.Tail, lk.Muted.Render(common.Fit(i18n.T("ui.sched.filter.legend"), width)))
+	sec.Tail = append(sec.Tail, s.Scheduler.Muted.Render(common.Fit(i18n.T("ui.sched.filter.legend"), width)))
 	return sec
 }
 
 // compactFilterRow is one node in one line: passed, or the plugin that
 // rejected it and why.
-func compactFilterRow(lk look, nf sched.NodeFilter, nodeW, width int) string {
-	return common.Fit(common.Pad(nf.Node, nodeW)+strings.Repeat(" ", colGap)+verdictText(lk, nf), width)
+func compactFilterRow(s *styles.Styles, nf sched.NodeFilter, nodeW, width int) string {
+	return common.Fit(common.Pad(nf.Node, nodeW)+strings.Repeat(" ", colGap)+verdictText(s, nf), width)
 }
 
 // verdictText is a node's filter outcome in one phrase: it fits, or which
 // plugin rejected it and why.
-func verdictText(lk look, nf sched.NodeFilter) string {
+func verdictText(s *styles.Styles, nf sched.NodeFilter) string {
 	if nf.Feasible {
-		return lk.Good.Render("✓ " + i18n.T("ui.sched.filter.feasible"))
+		return s.Scheduler.Good.Render("✓ " + i18n.T("ui.sched.filter.feasible"))
 	}
 	plugin, reasons := rejection(nf)
-	return lk.Bad.Render("✗ "+plugin) + ": " + reasons
+	return s.Scheduler.Bad.Render("✗ "+plugin) + ": " + reasons
 }
 
 // groupedFilterRows gives one line to each outcome, with the nodes that
 // had it: a large or short screen still shows every reason.
-func groupedFilterRows(lk look, nodes []sched.NodeFilter, width int) []string {
+func groupedFilterRows(s *styles.Styles, nodes []sched.NodeFilter, width int) []string {
 	var texts []string
 	members := map[string][]string{}
 	for _, nf := range nodes {
-		t := verdictText(lk, nf)
+		t := verdictText(s, nf)
 		if _, ok := members[t]; !ok {
 			texts = append(texts, t)
 		}
@@ -196,16 +195,7 @@ func groupedFilterRows(lk look, nodes []sched.NodeFilter, width int) []string {
 	}
 	out := make([]string, len(texts))
 	for i, t := range texts {
-		out[i] = common.Fit(t+lk.Muted.Render(" · "+strings.Join(members[t], " ")), width)
+		out[i] = common.Fit(t+s.Scheduler.Muted.Render(" · "+strings.Join(members[t], " ")), width)
 	}
 	return out
-}
-
-// wrapStyled wraps text and styles every line.
-func wrapStyled(style lipgloss.Style, text string, width int, indent string) []string {
-	lines := wrap(text, width, indent)
-	for i, l := range lines {
-		lines[i] = indent + style.Render(strings.TrimPrefix(l, indent))
-	}
-	return lines
 }

@@ -8,6 +8,7 @@ import (
 	sched "github.com/klab-dev/klab/cluster/scheduler"
 	frameworkruntime "github.com/klab-dev/klab/cluster/scheduler/framework/runtime"
 	"github.com/klab-dev/klab/ui/common"
+	"github.com/klab-dev/klab/ui/styles"
 )
 
 // scoreLayout is one way to draw the Score table, from the most detailed
@@ -26,9 +27,9 @@ const chosenMark = "★ "
 // scoreSection is the Score table of a scheduled decision: a row per
 // scored node in ranking order (the chosen one first), a column per score
 // plugin, and the totals.
-func scoreSection(lk look, d *sched.Decision, width int) section {
-	sec := section{More: func(n int) string { return lk.Muted.Render(i18n.T("ui.sched.more-nodes", n)) }}
-	title := lk.Title.Render(i18n.T("ui.sched.score.title"))
+func scoreSection(s *styles.Styles, d *sched.Decision, width int) section {
+	sec := section{More: func(n int) string { return s.Scheduler.Muted.Render(i18n.T("ui.sched.more-nodes", n)) }}
+	title := s.Scheduler.Title.Render(i18n.T("ui.sched.score.title"))
 	if d.ScoringSkipped != "" {
 		sec.Head = append(sec.Head, common.Fit(title, width))
 		skipped := d.ScoringSkipped
@@ -38,8 +39,8 @@ func scoreSection(lk look, d *sched.Decision, width int) section {
 		case "no score plugins":
 			skipped = i18n.T("ui.sched.score.no-plugins")
 		}
-		sec.Head = append(sec.Head, wrap(i18n.T("ui.sched.score.skipped", skipped), width, "")...)
-		sec.Tail = chosenLines(lk, d, width)
+		sec.Head = append(sec.Head, common.Wrap(i18n.T("ui.sched.score.skipped", skipped), width, "")...)
+		sec.Tail = chosenLines(s, d, width)
 		return sec
 	}
 	if len(d.Scores) == 0 {
@@ -93,14 +94,14 @@ func scoreSection(lk look, d *sched.Decision, width int) section {
 	if !layout.Full {
 		legend = i18n.T("ui.sched.score.cells-weighted")
 	}
-	sec.Head = append(sec.Head, common.Fit(title+lk.Muted.Render("  "+legend), width))
+	sec.Head = append(sec.Head, common.Fit(title+s.Scheduler.Muted.Render("  "+legend), width))
 	gap := strings.Repeat(" ", colGap)
 	head := common.Pad(i18n.T("ui.sched.col.node"), nodeW)
 	for i := 0; i < layout.Plugins; i++ {
-		head += gap + padLeft(header(plugins[i], layout.Short), colW(i, layout))
+		head += gap + common.PadLeft(header(plugins[i], layout.Short), colW(i, layout))
 	}
-	head += gap + padLeft(i18n.T("ui.sched.col.total"), totalW)
-	sec.Head = append(sec.Head, lk.Muted.Render(common.Fit(head, width)))
+	head += gap + common.PadLeft(i18n.T("ui.sched.col.total"), totalW)
+	sec.Head = append(sec.Head, s.Scheduler.Muted.Render(common.Fit(head, width)))
 	for _, ns := range d.Scores {
 		name := "  " + ns.Node
 		if ns.Node == d.Node {
@@ -112,16 +113,16 @@ func scoreSection(lk look, d *sched.Decision, width int) section {
 			if i < len(ns.Scores) {
 				c = cell(ns.Scores[i], layout.Full)
 			}
-			row += gap + padLeft(c, colW(i, layout))
+			row += gap + common.PadLeft(c, colW(i, layout))
 		}
-		row += gap + padLeft(fmt.Sprint(ns.TotalScore), totalW)
+		row += gap + common.PadLeft(fmt.Sprint(ns.TotalScore), totalW)
 		if ns.Node == d.Node {
-			row = lk.Chosen.Render(row)
+			row = s.Scheduler.Chosen.Render(row)
 		}
 		sec.Rows = append(sec.Rows, common.Fit(row, width))
 	}
 	if hidden := len(plugins) - layout.Plugins; hidden > 0 {
-		sec.Tail = append(sec.Tail, lk.Muted.Render(common.Fit(i18n.T("ui.sched.score.hidden", hidden), width)))
+		sec.Tail = append(sec.Tail, s.Scheduler.Muted.Render(common.Fit(i18n.T("ui.sched.score.hidden", hidden), width)))
 	}
 	var skipped []string
 	for _, v := range d.PreScore {
@@ -130,15 +131,15 @@ func scoreSection(lk look, d *sched.Decision, width int) section {
 		}
 	}
 	if len(skipped) > 0 {
-		sec.Tail = append(sec.Tail, lk.Muted.Render(common.Fit(i18n.T("ui.sched.score.prescore-skipped", strings.Join(skipped, ", ")), width)))
+		sec.Tail = append(sec.Tail, s.Scheduler.Muted.Render(common.Fit(i18n.T("ui.sched.score.prescore-skipped", strings.Join(skipped, ", ")), width)))
 	}
-	sec.Tail = append(sec.Tail, chosenLines(lk, d, width)...)
+	sec.Tail = append(sec.Tail, chosenLines(s, d, width)...)
 	return sec
 }
 
 // chosenLines say which node was chosen and why that one, and how the
 // binding went.
-func chosenLines(lk look, d *sched.Decision, width int) []string {
+func chosenLines(s *styles.Styles, d *sched.Decision, width int) []string {
 	var text string
 	switch {
 	case d.ScoringSkipped != "":
@@ -148,5 +149,5 @@ func chosenLines(lk look, d *sched.Decision, width int) []string {
 	default:
 		text = i18n.T("ui.sched.chosen.best", d.Node)
 	}
-	return wrapStyled(lk.Chosen, chosenMark+text, width, "")
+	return common.WrapStyled(s.Scheduler.Chosen, chosenMark+text, width, "")
 }

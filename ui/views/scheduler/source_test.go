@@ -118,7 +118,7 @@ func TestUnreachableSchedulerShown(t *testing.T) {
 		return cmd
 	}
 	feedtest.Drive(t, v.Start(ctx, infoFor(t, url)), update, func() bool { return attempts >= 2 }, 10*time.Second)
-	got := v.Render()
+	got := v.View()
 	for _, want := range []string{"No kube-scheduler answers yet", "connection refused", "✗ master-1 (unreachable, retrying)"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("view lacks %q:\n%s", want, got)

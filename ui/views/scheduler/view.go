@@ -22,6 +22,7 @@ import (
 	"github.com/klab-dev/klab/cluster/runtime"
 	sched "github.com/klab-dev/klab/cluster/scheduler"
 	"github.com/klab-dev/klab/ui/common"
+	"github.com/klab-dev/klab/ui/styles"
 	"github.com/klab-dev/klab/ui/views/events/feed"
 )
 
@@ -45,6 +46,8 @@ type View struct {
 	follow   bool
 	selected string
 }
+
+var _ common.View = (*View)(nil)
 
 // New returns the Scheduler view, not yet following any cluster.
 func New(c *common.Common) *View { return &View{c: c, loc: time.Local, follow: true} }
@@ -82,15 +85,23 @@ func (v *View) Start(ctx context.Context, info *lab.Info) tea.Cmd {
 	return tea.Batch(start, f.Next())
 }
 
+// Show does nothing: the decisions are followed shown or not, since a
+// student looks for the ones made while another view was shown.
+func (v *View) Show(bool) tea.Cmd { return nil }
+
 // Owns reports whether msg is a batch of the view's feed.
 func (v *View) Owns(msg tea.Msg) bool {
 	_, ok := v.feed.Take(msg)
 	return ok
 }
 
-// Update takes the view's feed batches and waits for the next one; every
-// other message is ignored.
+// Update takes the view's feed batches and waits for the next one, and
+// keys while the view is shown; every other message is ignored.
 func (v *View) Update(msg tea.Msg) tea.Cmd {
+	if km, ok := msg.(tea.KeyMsg); ok {
+		v.handleKey(km)
+		return nil
+	}
 	b, ok := v.feed.Take(msg)
 	if !ok {
 		return nil
@@ -156,9 +167,9 @@ func (v *View) current() int {
 	return 0
 }
 
-// HandleKey moves the selection: up to more recent pods, down to older
+// handleKey moves the selection: up to more recent pods, down to older
 // ones. Back at the most recent, the selection follows new pods again.
-func (v *View) HandleKey(msg tea.KeyMsg) (tea.Cmd, bool) {
+func (v *View) handleKey(msg tea.KeyMsg) {
 	k := v.c.Keys
 	n := len(v.pods.list)
 	i := v.current()
@@ -168,16 +179,18 @@ func (v *View) HandleKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 	case key.Matches(msg, k.Down) && n > 0:
 		i = min(i+1, n-1)
 	default:
-		return nil, false
+		return
 	}
 	v.follow = i == 0
 	v.selected = v.pods.list[i].Key
-	return nil, true
 }
 
-// Keys lists the keys that work now: choosing a pod, when there are
+// Typing reports false: the Scheduler view takes no text.
+func (v *View) Typing() bool { return false }
+
+// ShortHelp lists the keys that work now: choosing a pod, when there are
 // several.
-func (v *View) Keys() []key.Binding {
+func (v *View) ShortHelp() []key.Binding {
 	if len(v.pods.list) < 2 {
 		return nil
 	}
@@ -187,24 +200,27 @@ func (v *View) Keys() []key.Binding {
 	return []key.Binding{up, down}
 }
 
-// Render draws the view.
-func (v *View) Render() string {
+// FullHelp lists the keys that work now, as one group.
+func (v *View) FullHelp() [][]key.Binding { return [][]key.Binding{v.ShortHelp()} }
+
+// View draws the view.
+func (v *View) View() string {
 	w, h := v.width, v.height
 	if w <= 0 || h <= 0 {
 		return ""
 	}
-	lk := lookOf(v.c.Styles)
-	out := []string{v.summary(lk)}
+	s := v.c.Styles
+	out := []string{v.summary(s)}
 	if !v.started || len(v.sources) == 0 || len(v.pods.list) == 0 {
 		out = append(out, "")
-		out = append(out, v.waiting(lk)...)
+		out = append(out, v.waiting(s)...)
 		return common.Lines(strings.Join(out, "\n"), w, h)
 	}
 	cur := v.current()
-	out = append(out, v.podList(lk, cur, podRows(h, len(v.pods.list)))...)
+	out = append(out, v.podList(s, cur, podRows(h, len(v.pods.list)))...)
 	out = append(out, "")
 	e := v.pods.list[cur]
-	out = append(out, v.decisionLines(lk, e, h-len(out))...)
+	out = append(out, v.decisionLines(s, e, h-len(out))...)
 	return common.Lines(strings.Join(out, "\n"), w, h)
 }
 
@@ -214,70 +230,70 @@ func podRows(height, pods int) int {
 }
 
 // summary is the first line: the schedulers and who leads.
-func (v *View) summary(lk look) string {
-	parts := []string{lk.Title.Render(i18n.T("ui.sched.title"))}
+func (v *View) summary(s *styles.Styles) string {
+	parts := []string{s.Scheduler.Title.Render(i18n.T("ui.sched.title"))}
 	if !v.started {
-		return common.JoinFitting(append(parts, lk.Muted.Render(i18n.T("ui.sched.not-started"))), v.width, lk.Muted.Render(" · "))
+		return common.JoinFitting(append(parts, s.Scheduler.Muted.Render(i18n.T("ui.sched.not-started"))), v.width, s.Scheduler.Muted.Render(" · "))
 	}
 	if v.holder != "" {
-		if s := v.source(v.holder); s != nil && !s.Connected {
+		if src := v.source(v.holder); src != nil && !src.Connected {
 			// Its stream is down: it may be dead, and another may lead
 			// without having said so to the view yet.
-			parts = append(parts, lk.Bad.Render(i18n.T("ui.sched.leader-lost", v.holder)))
+			parts = append(parts, s.Scheduler.Bad.Render(i18n.T("ui.sched.leader-lost", v.holder)))
 		} else {
-			parts = append(parts, lk.Chosen.Render(i18n.T("ui.sched.leader", v.holder)))
+			parts = append(parts, s.Scheduler.Chosen.Render(i18n.T("ui.sched.leader", v.holder)))
 		}
 	}
-	for _, s := range v.sources {
+	for _, src := range v.sources {
 		switch {
-		case s.Connected:
-			parts = append(parts, lk.Good.Render("✓ ")+s.Node)
-		case s.Err != "":
-			parts = append(parts, lk.Bad.Render("✗ "+s.Node+" "+i18n.T("ui.sched.retrying")))
+		case src.Connected:
+			parts = append(parts, s.Scheduler.Good.Render("✓ ")+src.Node)
+		case src.Err != "":
+			parts = append(parts, s.Scheduler.Bad.Render("✗ "+src.Node+" "+i18n.T("ui.sched.retrying")))
 		default:
-			parts = append(parts, lk.Muted.Render("… "+s.Node))
+			parts = append(parts, s.Scheduler.Muted.Render("… "+src.Node))
 		}
 	}
 	if n := len(v.pods.list); n > 0 {
-		parts = append(parts, lk.Muted.Render(i18n.T("ui.sched.pods", n)))
+		parts = append(parts, s.Scheduler.Muted.Render(i18n.T("ui.sched.pods", n)))
 	}
-	return common.JoinFitting(parts, v.width, lk.Muted.Render(" · "))
+	return common.JoinFitting(parts, v.width, s.Scheduler.Muted.Render(" · "))
 }
 
 // waiting says honestly why there is nothing to show yet.
-func (v *View) waiting(lk look) []string {
+func (v *View) waiting(s *styles.Styles) []string {
 	switch {
 	case !v.started:
-		return wrap(i18n.T("ui.sched.wait.no-cluster"), v.width, "")
+		return common.Wrap(i18n.T("ui.sched.wait.no-cluster"), v.width, "")
 	case len(v.sources) == 0:
-		return wrap(i18n.T("ui.sched.wait.no-scheduler"), v.width, "")
+		return common.Wrap(i18n.T("ui.sched.wait.no-scheduler"), v.width, "")
 	}
 	connected := 0
 	var errs []string
-	for _, s := range v.sources {
-		if s.Connected {
+	for _, src := range v.sources {
+		if src.Connected {
 			connected++
-		} else if s.Err != "" {
-			errs = append(errs, s.Node+": "+s.Err)
+		} else if src.Err != "" {
+			errs = append(errs, src.Node+": "+src.Err)
 		}
 	}
 	var out []string
 	switch {
 	case connected > 0:
-		out = wrap(i18n.T("ui.sched.wait.no-decisions"), v.width, "")
+		out = common.Wrap(i18n.T("ui.sched.wait.no-decisions"), v.width, "")
 	case len(errs) > 0:
-		out = wrap(i18n.T("ui.sched.wait.unreachable"), v.width, "")
+		out = common.Wrap(i18n.T("ui.sched.wait.unreachable"), v.width, "")
 	default:
-		out = wrap(i18n.T("ui.sched.wait.connecting"), v.width, "")
+		out = common.Wrap(i18n.T("ui.sched.wait.connecting"), v.width, "")
 	}
 	for _, e := range errs {
-		out = append(out, wrapStyled(lk.Bad, e, v.width, "  ")...)
+		out = append(out, common.WrapStyled(s.Scheduler.Bad, e, v.width, "  ")...)
 	}
 	return out
 }
 
 // podList draws rows pods around the selected one, the most recent first.
-func (v *View) podList(lk look, cur, rows int) []string {
+func (v *View) podList(s *styles.Styles, cur, rows int) []string {
 	list := v.pods.list
 	first := min(max(cur-rows/2, 0), max(len(list)-rows, 0))
 	podW := 0
@@ -287,63 +303,63 @@ func (v *View) podList(lk look, cur, rows int) []string {
 	podW = min(podW, max(v.width/2, 12))
 	resW := 0
 	for _, e := range list[first : first+rows] {
-		resW = max(resW, common.Width(resultWord(lk, e)))
+		resW = max(resW, common.Width(resultWord(s, e)))
 	}
 	var out []string
 	for i := first; i < first+rows; i++ {
 		e := list[i]
 		name := "  " + common.Pad(e.Key, podW)
 		if i == cur {
-			name = lk.Selected.Render("▸ " + common.Pad(e.Key, podW))
+			name = s.Scheduler.Selected.Render("▸ " + common.Pad(e.Key, podW))
 		}
-		when := lk.Muted.Render(i18n.T("ui.sched.attempt", e.Decision.Attempt) + " · " + clock(e.Decision.Time, v.loc))
-		out = append(out, common.Fit(name+"  "+common.Pad(resultWord(lk, e), resW)+"  "+when, v.width))
+		when := s.Scheduler.Muted.Render(i18n.T("ui.sched.attempt", e.Decision.Attempt) + " · " + common.Clock(e.Decision.Time, v.loc))
+		out = append(out, common.Fit(name+"  "+common.Pad(resultWord(s, e), resW)+"  "+when, v.width))
 	}
 	if len(list) > rows {
-		out[len(out)-1] = common.Pad(out[len(out)-1], v.width-8) + lk.Muted.Render(padLeft(fmt.Sprintf("%d/%d", cur+1, len(list)), 8))
+		out[len(out)-1] = common.Pad(out[len(out)-1], v.width-8) + s.Scheduler.Muted.Render(common.PadLeft(fmt.Sprintf("%d/%d", cur+1, len(list)), 8))
 	}
 	return out
 }
 
 // resultWord is a pod's outcome in a few words.
-func resultWord(lk look, e *podEntry) string {
+func resultWord(s *styles.Styles, e *podEntry) string {
 	d := e.Decision
 	switch {
 	case d.Result == sched.ResultScheduled && e.BindError != "":
-		return lk.Bad.Render("✗ " + i18n.T("ui.sched.result.bind-failed", d.Node))
+		return s.Scheduler.Bad.Render("✗ " + i18n.T("ui.sched.result.bind-failed", d.Node))
 	case d.Result == sched.ResultScheduled && e.Bound:
-		return lk.Good.Render("✓ " + i18n.T("ui.sched.result.bound", d.Node))
+		return s.Scheduler.Good.Render("✓ " + i18n.T("ui.sched.result.bound", d.Node))
 	case d.Result == sched.ResultScheduled:
-		return lk.Good.Render("✓ " + i18n.T("ui.sched.result.scheduled", d.Node))
+		return s.Scheduler.Good.Render("✓ " + i18n.T("ui.sched.result.scheduled", d.Node))
 	case d.Result == sched.ResultUnschedulable:
-		return lk.Warn.Render("✗ " + i18n.T("ui.sched.result.unschedulable"))
+		return s.Scheduler.Warn.Render("✗ " + i18n.T("ui.sched.result.unschedulable"))
 	}
-	return lk.Bad.Render("! " + i18n.T("ui.sched.result.error"))
+	return s.Scheduler.Bad.Render("! " + i18n.T("ui.sched.result.error"))
 }
 
 // decisionLines draws the selected pod's latest decision in at most
 // height lines: a line about the attempt, the Filter table, then the Score
 // table or the reasons the pod waits. When they do not all fit, the
 // tables give up rows first.
-func (v *View) decisionLines(lk look, e *podEntry, height int) []string {
+func (v *View) decisionLines(s *styles.Styles, e *podEntry, height int) []string {
 	d := &e.Decision
 	w := v.width
 	head := []string{common.JoinFitting([]string{
-		lk.Title.Render(e.Key),
+		s.Scheduler.Title.Render(e.Key),
 		i18n.T("ui.sched.attempt", d.Attempt),
-		clock(d.Time, v.loc),
-		lk.Muted.Render(i18n.T("ui.sched.cycle", fmt.Sprintf("%.1f ms", float64(d.Cycle.Microseconds())/1000))),
-	}, w, lk.Muted.Render(" · "))}
-	filter := filterSection(lk, d, w)
+		common.Clock(d.Time, v.loc),
+		s.Scheduler.Muted.Render(i18n.T("ui.sched.cycle", fmt.Sprintf("%.1f ms", float64(d.Cycle.Microseconds())/1000))),
+	}, w, s.Scheduler.Muted.Render(" · "))}
+	filter := filterSection(s, d, w)
 	var result section
 	switch d.Result {
 	case sched.ResultScheduled:
-		result = scoreSection(lk, d, w)
+		result = scoreSection(s, d, w)
 		if e.BindError != "" {
-			result.Tail = append(result.Tail, wrapStyled(lk.Bad, i18n.T("ui.sched.bind-error", e.BindError), w, "")...)
+			result.Tail = append(result.Tail, common.WrapStyled(s.Scheduler.Bad, i18n.T("ui.sched.bind-error", e.BindError), w, "")...)
 		}
 	default:
-		result = whySection(lk, d, w)
+		result = whySection(s, d, w)
 	}
 	room := height - len(head) - 1 // a blank line between the tables
 	filterBudget := filter.size()
@@ -358,16 +374,16 @@ func (v *View) decisionLines(lk look, e *podEntry, height int) []string {
 // whySection explains why a pod was not scheduled: the scheduler's
 // message as it wrote it, then each of its reasons in the current
 // language.
-func whySection(lk look, d *sched.Decision, width int) section {
-	sec := section{More: func(n int) string { return lk.Muted.Render(i18n.T("ui.sched.more-reasons", n)) }}
-	sec.Head = append(sec.Head, lk.Title.Render(common.Fit(i18n.T("ui.sched.why.title"), width)))
-	sec.Head = append(sec.Head, wrapStyled(lk.Warn, d.Message, width, "")...)
+func whySection(s *styles.Styles, d *sched.Decision, width int) section {
+	sec := section{More: func(n int) string { return s.Scheduler.Muted.Render(i18n.T("ui.sched.more-reasons", n)) }}
+	sec.Head = append(sec.Head, s.Scheduler.Title.Render(common.Fit(i18n.T("ui.sched.why.title"), width)))
+	sec.Head = append(sec.Head, common.WrapStyled(s.Scheduler.Warn, d.Message, width, "")...)
 	for _, wl := range whyLines(d.Result, d.Message) {
-		sec.Rows = append(sec.Rows, common.Fit("  "+lk.Text.Render(wl.Upstream), width))
-		sec.Rows = append(sec.Rows, wrapStyled(lk.Muted, wl.Text, width, "    ")...)
+		sec.Rows = append(sec.Rows, common.Fit("  "+s.Scheduler.Text.Render(wl.Upstream), width))
+		sec.Rows = append(sec.Rows, common.WrapStyled(s.Scheduler.Muted, wl.Text, width, "    ")...)
 	}
 	if d.Result == sched.ResultUnschedulable {
-		sec.Tail = wrap(i18n.T("ui.sched.why.retry"), width, "")
+		sec.Tail = common.Wrap(i18n.T("ui.sched.why.retry"), width, "")
 	}
 	return sec
 }

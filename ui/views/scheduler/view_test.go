@@ -29,7 +29,7 @@ func TestSchedulerViewGolden(t *testing.T) {
 				golden := fmt.Sprintf("%s-%s-%dx%d", name, lang, size.W, size.H)
 				t.Run(golden, func(t *testing.T) {
 					c := uitest.Setup(t, lang)
-					got := newView(c, size.W, size.H, fixtures[name]).Render()
+					got := newView(c, size.W, size.H, fixtures[name]).View()
 					uitest.CheckFrame(t, got, size.W, size.H)
 					uitest.Golden(t, golden, got)
 				})
@@ -47,7 +47,7 @@ func TestEverySizeFits(t *testing.T) {
 			c := uitest.Setup(t, lang)
 			for _, w := range []int{40, 60, 79, 80, 81, 100, 119, 120, 160, 200} {
 				for _, h := range []int{10, 16, 24, 40, 60} {
-					got := newView(c, w, h, fx).Render()
+					got := newView(c, w, h, fx).View()
 					uitest.CheckFrame(t, got, w, h)
 					if t.Failed() {
 						t.Fatalf("%s %s %dx%d:\n%s", name, lang, w, h, got)
@@ -63,7 +63,7 @@ func TestEverySizeFits(t *testing.T) {
 // score, the totals and the chosen node.
 func TestSchedulerViewShowsTheDecision(t *testing.T) {
 	c := uitest.Setup(t, i18n.English)
-	got := newView(c, 120, 40, fixtures["scheduled"]).Render()
+	got := newView(c, 120, 40, fixtures["scheduled"]).View()
 	for _, want := range []string{
 		"leader master-1",
 		"▸ default/web-6d4cf56db6-x7k2p",
@@ -89,7 +89,7 @@ func TestSchedulerViewShowsTheDecision(t *testing.T) {
 		{60, []string{"cell = weighted score", "Balanced×1", "★ worker-2"}},
 	}
 	for _, tt := range tests {
-		got := newView(c, tt.width, 40, fixtures["scheduled"]).Render()
+		got := newView(c, tt.width, 40, fixtures["scheduled"]).View()
 		for _, want := range tt.want {
 			if !strings.Contains(got, want) {
 				t.Errorf("%d-column view lacks %q:\n%s", tt.width, want, got)
@@ -112,7 +112,7 @@ func TestPendingPodExplained(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(string(tt.lang), func(t *testing.T) {
 			c := uitest.Setup(t, tt.lang)
-			got := newView(c, 120, 40, fixtures["pending"]).Render()
+			got := newView(c, 120, 40, fixtures["pending"]).View()
 			for _, want := range tt.want {
 				if !strings.Contains(got, want) {
 					t.Errorf("view lacks %q:\n%s", want, got)
@@ -139,8 +139,8 @@ func TestKeysChoosePods(t *testing.T) {
 		{"up", "default/big"},
 	}
 	for _, s := range steps {
-		if _, handled := v.HandleKey(uitest.Key(s.key)); !handled {
-			t.Fatalf("%s not handled", s.key)
+		if v.Update(uitest.Key(s.key)) != nil {
+			t.Fatalf("%s asked for a command", s.key)
 		}
 		if got := selected(); got != s.want {
 			t.Fatalf("after %s selected %s, want %s", s.key, got, s.want)
@@ -151,18 +151,19 @@ func TestKeysChoosePods(t *testing.T) {
 	if got := selected(); got != "default/big" {
 		t.Fatalf("a new decision moved the selection to %s", got)
 	}
-	if !strings.Contains(v.Render(), "Why the pod waits") {
+	if !strings.Contains(v.View(), "Why the pod waits") {
 		t.Errorf("the pending pod's explanation is not shown")
 	}
 	// Back at the top, the selection follows new pods again.
-	v.HandleKey(uitest.Key("up"))
-	v.HandleKey(uitest.Key("up"))
+	v.Update(uitest.Key("up"))
+	v.Update(uitest.Key("up"))
 	decide(v, scheduledDecision("web-newer", uitest.Now.Add(time.Second)))
 	if got := selected(); got != "default/web-newer" {
 		t.Fatalf("selected %s, want the newest pod (following)", got)
 	}
-	if _, handled := v.HandleKey(uitest.Key("k")); handled {
-		t.Errorf("k handled; it belongs to the workspace")
+	before := v.View()
+	if v.Update(uitest.Key("k")) != nil || v.View() != before {
+		t.Errorf("k changed the view; it belongs to the workspace")
 	}
 }
 
@@ -174,14 +175,15 @@ func TestKeysFollowState(t *testing.T) {
 	}{{"waiting", 0}, {"not-started", 0}, {"scheduled", 2}}
 	for _, tt := range tests {
 		v := newView(c, 80, 24, fixtures[tt.fixture])
-		if got := len(v.Keys()); got != tt.want {
+		if got := len(v.ShortHelp()); got != tt.want {
 			t.Errorf("%s: %d keys, want %d", tt.fixture, got, tt.want)
 		}
 	}
 	one := newView(c, 80, 24, fixtures["waiting"])
 	decide(one, pendingDecision(uitest.Now))
-	if _, handled := one.HandleKey(uitest.Key("down")); !handled {
-		t.Errorf("down with one pod not handled")
+	one.Update(uitest.Key("down"))
+	if one.current() != 0 {
+		t.Errorf("down with one pod selected pod %d", one.current())
 	}
 }
 

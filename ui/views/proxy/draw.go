@@ -3,38 +3,8 @@ package proxy
 import (
 	"strings"
 
-	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
-
-	"github.com/klab-dev/klab/ui/styles"
 )
-
-// look names the styles the view draws with, taken from the TUI's Styles
-// (which has no group for this view yet): everything it colours is here,
-// by what it is.
-type look struct {
-	Title, Muted, Value, Selected lipgloss.Style
-	Good, Bad, Busy               lipgloss.Style
-	Added, Removed                lipgloss.Style
-	Bar, FailBar, Rule            lipgloss.Style
-}
-
-func lookOf(s *styles.Styles) look {
-	return look{
-		Title:    s.Overview.NodeTitle,
-		Muted:    s.Overview.Muted,
-		Value:    s.Overview.Value,
-		Selected: s.Dialog.ItemSelected,
-		Good:     s.Overview.Healthy,
-		Bad:      s.Overview.Unhealthy,
-		Busy:     s.Home.StepRunning,
-		Added:    s.Status.Success,
-		Removed:  s.Role.Down,
-		Bar:      s.Raft.MsgApp,
-		FailBar:  s.Role.Down,
-		Rule:     s.Raft.Lane,
-	}
-}
 
 // wrap breaks a line of rules into rows of at most width cells, at spaces
 // where it can, continuing under its own indentation plus indent cells, as

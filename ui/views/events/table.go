@@ -3,26 +3,8 @@ package events
 import (
 	"strings"
 
-	"github.com/charmbracelet/lipgloss"
-
 	"github.com/klab-dev/klab/ui/common"
-	"github.com/klab-dev/klab/ui/styles"
 )
-
-// look names the styles the view draws with by what they mean here. The
-// Styles struct has no Events group yet; until it has, the view borrows
-// the Overview's, the Home screen's and the dialogs', in this one place.
-type look struct {
-	Title, Text, Muted, Good, Bad, Warn, Selected, Prompt lipgloss.Style
-}
-
-func lookOf(s *styles.Styles) look {
-	return look{
-		Title: s.Overview.NodeTitle, Text: s.Overview.Value, Muted: s.Overview.Muted,
-		Good: s.Overview.Healthy, Bad: s.Overview.Unhealthy, Warn: s.Home.Warning,
-		Selected: s.Dialog.ItemSelected, Prompt: s.Dialog.Title,
-	}
-}
 
 // column is one column of a table: its title, how wide its content wants
 // to be, how narrow it may get, and whether it may go altogether when
@@ -115,24 +97,10 @@ func cells(cols []column, ws []int, values []string) string {
 		}
 		first = false
 		if cols[i].AlignRight {
-			v = common.Fit(v, ws[i])
-			b.WriteString(strings.Repeat(" ", ws[i]-common.Width(v)) + v)
+			b.WriteString(common.PadLeft(v, ws[i]))
 		} else {
 			b.WriteString(common.Pad(v, ws[i]))
 		}
 	}
 	return b.String()
-}
-
-// wrap breaks plain text into lines of at most width cells at spaces,
-// each line starting with indent, which counts in the width.
-func wrap(text string, width int, indent string) []string {
-	lines := common.Pack(strings.Fields(text), max(width-common.Width(indent), 8), " ")
-	if len(lines) == 0 {
-		return []string{indent}
-	}
-	for i := range lines {
-		lines[i] = indent + lines[i]
-	}
-	return lines
 }
