@@ -21,6 +21,7 @@ import (
 	"github.com/klab-dev/klab/cluster/etcd/lease"
 	"github.com/klab-dev/klab/cluster/etcd/mvcc"
 	"github.com/klab-dev/klab/cluster/etcd/rafthttp"
+	"github.com/klab-dev/klab/cluster/internal/eventstream"
 )
 
 // ErrStopped is returned to requests that arrive while the member stops.
@@ -43,7 +44,7 @@ type Member struct {
 	transport   *rafthttp.Transport
 	members     *membership
 	clock       *raftClock
-	events      *eventHub
+	events      *eventstream.Hub[Event]
 	wait        *waitList
 	reqID       atomic.Uint64
 
@@ -236,7 +237,7 @@ func (m *Member) Start(ctx context.Context) (err error) {
 	if m.cfg.NoFsync {
 		m.lg.Warn("fsync is off: writes are not durable across power loss (demo mode)")
 	}
-	m.events.publish(Event{Member: m.cfg.Name, Kind: EventLifecycle, Detail: "started"})
+	m.events.Publish(Event{Member: m.cfg.Name, Kind: EventLifecycle, Detail: "started"})
 	return nil
 }
 
@@ -260,7 +261,7 @@ func (m *Member) Kill() {
 func (m *Member) Pause() {
 	if m.gate.shut() {
 		m.clock.freeze(true)
-		m.events.publish(Event{Member: m.cfg.Name, Kind: EventLifecycle, Detail: "paused"})
+		m.events.Publish(Event{Member: m.cfg.Name, Kind: EventLifecycle, Detail: "paused"})
 	}
 }
 
@@ -268,7 +269,7 @@ func (m *Member) Pause() {
 func (m *Member) Resume() {
 	if m.gate.open() {
 		m.clock.freeze(false)
-		m.events.publish(Event{Member: m.cfg.Name, Kind: EventLifecycle, Detail: "resumed"})
+		m.events.Publish(Event{Member: m.cfg.Name, Kind: EventLifecycle, Detail: "resumed"})
 	}
 }
 
@@ -283,7 +284,7 @@ func (m *Member) shutdown(graceful bool) {
 			m.closeDone()
 			return
 		}
-		m.events.publish(Event{Member: m.cfg.Name, Kind: EventLifecycle, Detail: "stopping"})
+		m.events.Publish(Event{Member: m.cfg.Name, Kind: EventLifecycle, Detail: "stopping"})
 		go func() {
 			// Closing stopc first ends watch streams and fails waiting
 			// proposals with ErrStopped, so that a graceful stop only has

@@ -40,7 +40,7 @@ func TestBadConfig(t *testing.T) {
 			}
 		})
 	}
-	past, _, cancel := p.hub.subscribe(0)
+	past, _, cancel := p.hub.Subscribe(0)
 	cancel()
 	var errs []Event
 	for _, e := range past {
@@ -82,7 +82,7 @@ func TestSchedulerChangeAndDefaults(t *testing.T) {
 	if err := p.Rules(&rules); err != nil || !strings.Contains(rules.String(), " sed") {
 		t.Errorf("ipvs rules (err %v) do not use sed:\n%s", err, rules.String())
 	}
-	past, _, cancel := p.hub.subscribe(0)
+	past, _, cancel := p.hub.Subscribe(0)
 	cancel()
 	i := slices.IndexFunc(past, func(e Event) bool {
 		return e.Kind == EventModeChanged && e.From == proxier.ModeIPVS && strings.Contains(e.Message, "scheduler changed from rr to sed")

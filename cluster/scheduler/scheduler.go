@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net"
-	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -25,6 +23,9 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
+	"github.com/klab-dev/klab/cluster/internal/componentbase/clientconfig"
+	"github.com/klab-dev/klab/cluster/internal/eventstream"
 	"github.com/klab-dev/klab/cluster/scheduler/framework"
 	frameworkruntime "github.com/klab-dev/klab/cluster/scheduler/framework/runtime"
 	"github.com/klab-dev/klab/cluster/scheduler/internal/cache"
@@ -42,12 +43,9 @@ const (
 	LeaseName      = "kube-scheduler"
 )
 
-// Client defaults for throughput: client-go's 5 QPS would throttle the
-// binding of every pod.
-const (
-	defaultQPS   = 1000
-	defaultBurst = 2000
-)
+// clientDefaults are upstream's user agent, with QPS and Burst for
+// throughput: client-go's 5 QPS would throttle the binding of every pod.
+var clientDefaults = clientconfig.Defaults{UserAgent: "kube-scheduler", QPS: 1000, Burst: 2000}
 
 // Config configures a scheduler.
 type Config struct {
@@ -98,7 +96,7 @@ type Scheduler struct {
 	leaderElection    *leaderElection
 
 	decisions *decisionRing
-	hub       *eventHub
+	hub       *eventstream.Hub[Event]
 	stats     stats
 
 	// ctx lives as long as the component; bindCtx as long as bindings may
@@ -108,20 +106,14 @@ type Scheduler struct {
 	bindCtx    context.Context
 	bindCancel context.CancelFunc
 
-	listener net.Listener
-	server   *http.Server
+	server *componentbase.Server
+	life   *componentbase.Lifecycle
 
 	mu          sync.Mutex
-	started     bool
-	stopping    bool
 	killed      bool
 	schedCancel context.CancelFunc
-	err         error
-	wg          sync.WaitGroup // every goroutine the scheduler starts
 	schedWG     sync.WaitGroup // the scheduling loop
 	bindWG      sync.WaitGroup // bindings in flight
-	done        chan struct{}
-	shutdown    sync.Once
 }
 
 // New builds a scheduler: its clients, informers, cache, queue and the
@@ -140,20 +132,7 @@ func New(cfg Config) (*Scheduler, error) {
 		}
 		cfg.Identity = host
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	restCfg := rest.CopyConfig(cfg.REST)
-	if restCfg.QPS == 0 {
-		restCfg.QPS = defaultQPS
-	}
-	if restCfg.Burst == 0 {
-		restCfg.Burst = defaultBurst
-	}
-	if restCfg.UserAgent == "" {
-		restCfg.UserAgent = "kube-scheduler"
-	}
+	restCfg := clientconfig.Build(cfg.REST, clientDefaults)
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return nil, fmt.Errorf("new scheduler: %w", err)
@@ -162,14 +141,14 @@ func New(cfg Config) (*Scheduler, error) {
 	s := &Scheduler{
 		cfg:       cfg,
 		identity:  cfg.Identity,
-		log:       log.With("component", "kube-scheduler", "identity", cfg.Identity),
+		log:       componentbase.Logger(cfg.Logger).With("component", "kube-scheduler", "identity", cfg.Identity),
 		client:    client,
 		cache:     cache.New(),
 		snapshot:  cache.NewEmptySnapshot(),
 		decisions: newDecisionRing(cfg.DecisionHistory),
 		hub:       newEventHub(),
-		done:      make(chan struct{}),
 	}
+	s.life = componentbase.NewLifecycle(s.shutdown)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.bindCtx, s.bindCancel = context.WithCancel(context.Background())
 	s.queue = queue.New(queue.Timings{
