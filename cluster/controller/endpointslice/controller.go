@@ -26,7 +26,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
@@ -35,6 +34,8 @@ import (
 
 	"github.com/klab-dev/klab/cluster/controller/controllerctx"
 	"github.com/klab-dev/klab/cluster/controller/endpointslice/endpointsliceutil"
+	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 )
 
 const (
@@ -99,10 +100,7 @@ func newController(c controllerctx.Context) (*Controller, error) {
 	if c.Client == nil || c.Informers == nil || c.Recorder == nil {
 		return nil, errors.New("endpointslice controller: context needs a client, informers and a recorder")
 	}
-	logger := c.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger := componentbase.Logger(c.Logger)
 	services := c.Informers.Core().V1().Services()
 	pods := c.Informers.Core().V1().Pods()
 	nodes := c.Informers.Core().V1().Nodes()
@@ -164,55 +162,24 @@ func newController(c controllerctx.Context) (*Controller, error) {
 func (ec *Controller) Name() string { return Name }
 
 // Run syncs Services with the given number of workers until ctx is done.
+// A Service whose sync fails is retried with backoff up to maxRetries
+// times in a row, as upstream's, then waits for its next change.
 func (ec *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	defer ec.queue.ShutDown()
-
-	ec.logger.Info("Starting controller")
-	defer ec.logger.Info("Shutting down controller")
-	if !cache.WaitForCacheSync(ctx.Done(), ec.cachesSynced...) {
-		return
-	}
-	for i := 0; i < workers; i++ {
-		go wait.UntilWithContext(ctx, ec.worker, time.Second)
-	}
-	<-ctx.Done()
-}
-
-// worker processes queued Services until the queue shuts down; the queue
-// never hands one key to two workers at once.
-func (ec *Controller) worker(ctx context.Context) {
-	for ec.processNextWorkItem(ctx) {
-	}
-}
-
-func (ec *Controller) processNextWorkItem(ctx context.Context) bool {
-	key, quit := ec.queue.Get()
-	if quit {
-		return false
-	}
-	// Done always, so the key can be queued again.
-	defer ec.queue.Done(key)
-	err := ec.syncService(ctx, key)
-	ec.handleErr(err, key)
-	return true
-}
-
-// handleErr forgets a key that synced and requeues a failed one with a
-// growing delay, up to maxRetries times.
-func (ec *Controller) handleErr(err error, key string) {
-	if err == nil {
-		ec.queue.Forget(key)
-		return
-	}
-	if ec.queue.NumRequeues(key) < maxRetries {
-		ec.logger.Info("Error syncing endpoint slices for service, retrying", "key", key, "err", err)
-		ec.queue.AddRateLimited(key)
-		return
-	}
-	ec.logger.Info("Retry budget exceeded, dropping service out of the queue", "key", key, "err", err)
-	ec.queue.Forget(key)
-	utilruntime.HandleError(err)
+	controllerutil.Loop{
+		Logger: ec.logger,
+		Synced: ec.cachesSynced,
+		Queues: []controllerutil.Runnable{&controllerutil.Worker[string]{
+			Queue: ec.queue, Sync: ec.syncService, MaxRetries: maxRetries,
+			OnError: func(key string, err error, dropped bool) {
+				if !dropped {
+					ec.logger.Info("Error syncing endpoint slices for service, retrying", "key", key, "err", err)
+					return
+				}
+				ec.logger.Info("Retry budget exceeded, dropping service out of the queue", "key", key, "err", err)
+				utilruntime.HandleError(err)
+			},
+		}},
+	}.Run(ctx, workers)
 }
 
 // errStaleCache is returned when the informer cache misses the
