@@ -28,7 +28,7 @@ func (m *Member) Status() Status {
 		Clock:          m.clock.status(),
 	}
 	select {
-	case <-m.done:
+	case <-m.life.Done():
 		st.State = "stopped"
 		return st
 	default:
