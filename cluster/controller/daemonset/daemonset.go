@@ -110,7 +110,6 @@ func newController(c controllerctx.Context) (*Controller, error) {
 		dsLister:          dsInformer.Lister(),
 		podLister:         podInformer.Lister(),
 		nodeLister:        nodeInformer.Lister(),
-		synced:            []cache.InformerSynced{dsInformer.Informer().HasSynced, podInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced},
 		queue:             controllerutil.NewQueue[string](Name),
 		expectations:      controllerutil.NewControllerExpectations(c.Speed.Scale(controllerutil.ExpectationsTimeout)),
 		failedPodsBackoff: flowcontrol.NewBackOff(c.Speed.Scale(failedPodsBackoffInitial), c.Speed.Scale(failedPodsBackoffMax)),
@@ -118,18 +117,14 @@ func newController(c controllerctx.Context) (*Controller, error) {
 		backoffGC:         c.Speed.Scale(backoffGCInterval),
 		logger:            c.Logger.With("controller", Name),
 	}
-	handlers := []struct {
-		informer cache.SharedIndexInformer
-		funcs    cache.ResourceEventHandlerFuncs
-	}{
-		{dsInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: dsc.addDaemonSet, UpdateFunc: dsc.updateDaemonSet, DeleteFunc: dsc.deleteDaemonSet}},
-		{podInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: dsc.addPod, UpdateFunc: dsc.updatePod, DeleteFunc: dsc.deletePod}},
-		{nodeInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: dsc.addNode, UpdateFunc: dsc.updateNode, DeleteFunc: dsc.deleteNode}},
-	}
-	for _, h := range handlers {
-		if _, err := h.informer.AddEventHandler(h.funcs); err != nil {
-			return nil, fmt.Errorf("register daemonset controller handlers: %w", err)
-		}
+	var err error
+	dsc.synced, err = controllerutil.AddEventHandlers(
+		controllerutil.EventHandler{Informer: dsInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: dsc.addDaemonSet, UpdateFunc: dsc.updateDaemonSet, DeleteFunc: dsc.deleteDaemonSet}},
+		controllerutil.EventHandler{Informer: podInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: dsc.addPod, UpdateFunc: dsc.updatePod, DeleteFunc: dsc.deletePod}},
+		controllerutil.EventHandler{Informer: nodeInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: dsc.addNode, UpdateFunc: dsc.updateNode, DeleteFunc: dsc.deleteNode}},
+	)
+	if err != nil {
+		return nil, fmt.Errorf("daemonset controller: %w", err)
 	}
 	return dsc, nil
 }

@@ -80,23 +80,18 @@ func newController(c controllerctx.Context) (*Controller, error) {
 		dLister:   dInformer.Lister(),
 		rsLister:  rsInformer.Lister(),
 		podLister: podInformer.Lister(),
-		synced:    []cache.InformerSynced{dInformer.Informer().HasSynced, rsInformer.Informer().HasSynced, podInformer.Informer().HasSynced},
 		queue:     controllerutil.NewQueue[string](Name),
 		clock:     clock.RealClock{},
 		logger:    c.Logger.With("controller", Name),
 	}
-	handlers := []struct {
-		informer cache.SharedIndexInformer
-		funcs    cache.ResourceEventHandlerFuncs
-	}{
-		{dInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: dc.addDeployment, UpdateFunc: dc.updateDeployment, DeleteFunc: dc.deleteDeployment}},
-		{rsInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: dc.addReplicaSet, UpdateFunc: dc.updateReplicaSet, DeleteFunc: dc.deleteReplicaSet}},
-		{podInformer.Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: dc.deletePod}},
-	}
-	for _, h := range handlers {
-		if _, err := h.informer.AddEventHandler(h.funcs); err != nil {
-			return nil, fmt.Errorf("register deployment controller handlers: %w", err)
-		}
+	var err error
+	dc.synced, err = controllerutil.AddEventHandlers(
+		controllerutil.EventHandler{Informer: dInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: dc.addDeployment, UpdateFunc: dc.updateDeployment, DeleteFunc: dc.deleteDeployment}},
+		controllerutil.EventHandler{Informer: rsInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: dc.addReplicaSet, UpdateFunc: dc.updateReplicaSet, DeleteFunc: dc.deleteReplicaSet}},
+		controllerutil.EventHandler{Informer: podInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{DeleteFunc: dc.deletePod}},
+	)
+	if err != nil {
+		return nil, fmt.Errorf("deployment controller: %w", err)
 	}
 	return dc, nil
 }

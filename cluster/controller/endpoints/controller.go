@@ -90,35 +90,19 @@ func newController(c controllerctx.Context) (*Controller, error) {
 		triggerTimes:    endpointsliceutil.NewTriggerTimeTracker(),
 		stale:           newStaleTracker(),
 	}
-	regs := make([]cache.ResourceEventHandlerRegistration, 0, 3)
-	for _, add := range []func() (cache.ResourceEventHandlerRegistration, error){
-		func() (cache.ResourceEventHandlerRegistration, error) {
-			return services.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-				AddFunc:    e.enqueueService,
-				UpdateFunc: func(_, cur any) { e.enqueueService(cur) },
-				DeleteFunc: e.enqueueService,
-			})
-		},
-		func() (cache.ResourceEventHandlerRegistration, error) {
-			return pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-				AddFunc:    e.addPod,
-				UpdateFunc: e.updatePod,
-				DeleteFunc: e.deletePod,
-			})
-		},
-		func() (cache.ResourceEventHandlerRegistration, error) {
-			// A deleted Endpoints is recreated if its Service still wants it.
-			return endpoints.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: e.enqueueService})
-		},
-	} {
-		reg, err := add()
-		if err != nil {
-			return nil, fmt.Errorf("endpoint controller: register informer handler: %w", err)
-		}
-		regs = append(regs, reg)
-	}
-	for _, reg := range regs {
-		e.cachesSynced = append(e.cachesSynced, reg.HasSynced)
+	var err error
+	e.cachesSynced, err = controllerutil.AddEventHandlers(
+		controllerutil.EventHandler{Informer: services.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc:    e.enqueueService,
+			UpdateFunc: func(_, cur any) { e.enqueueService(cur) },
+			DeleteFunc: e.enqueueService,
+		}},
+		controllerutil.EventHandler{Informer: pods.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: e.addPod, UpdateFunc: e.updatePod, DeleteFunc: e.deletePod}},
+		// A deleted Endpoints is recreated if its Service still wants it.
+		controllerutil.EventHandler{Informer: endpoints.Informer(), Funcs: cache.ResourceEventHandlerFuncs{DeleteFunc: e.enqueueService}},
+	)
+	if err != nil {
+		return nil, fmt.Errorf("endpoint controller: %w", err)
 	}
 	return e, nil
 }

@@ -130,30 +130,24 @@ func newController(c controllerctx.Context) (*Controller, error) {
 		triggerTimes:     endpointsliceutil.NewTriggerTimeTracker(),
 		sliceChangeDelay: c.Speed.Scale(endpointSliceChangeMinSyncDelay),
 	}
-	handlers := []struct {
-		informer cache.SharedIndexInformer
-		funcs    cache.ResourceEventHandlerFuncs
-	}{
-		{services.Informer(), cache.ResourceEventHandlerFuncs{
+	var err error
+	ec.cachesSynced, err = controllerutil.AddEventHandlers(
+		controllerutil.EventHandler{Informer: services.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc:    ec.enqueueService,
 			UpdateFunc: func(_, cur any) { ec.enqueueService(cur) },
 			DeleteFunc: ec.enqueueService,
 		}},
-		{pods.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: ec.addPod, UpdateFunc: ec.updatePod, DeleteFunc: ec.deletePod}},
+		controllerutil.EventHandler{Informer: pods.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: ec.addPod, UpdateFunc: ec.updatePod, DeleteFunc: ec.deletePod}},
 		// Nodes are only read for their zone label.
-		{nodes.Informer(), cache.ResourceEventHandlerFuncs{}},
-		{endpointSlices.Informer(), cache.ResourceEventHandlerFuncs{
+		controllerutil.EventHandler{Informer: nodes.Informer(), Funcs: cache.ResourceEventHandlerFuncs{}},
+		controllerutil.EventHandler{Informer: endpointSlices.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc:    ec.onEndpointSliceAdd,
 			UpdateFunc: ec.onEndpointSliceUpdate,
 			DeleteFunc: ec.onEndpointSliceDelete,
 		}},
-	}
-	for _, h := range handlers {
-		reg, err := h.informer.AddEventHandler(h.funcs)
-		if err != nil {
-			return nil, fmt.Errorf("endpointslice controller: register informer handler: %w", err)
-		}
-		ec.cachesSynced = append(ec.cachesSynced, reg.HasSynced)
+	)
+	if err != nil {
+		return nil, fmt.Errorf("endpointslice controller: %w", err)
 	}
 	return ec, nil
 }

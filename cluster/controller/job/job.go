@@ -94,7 +94,6 @@ func newController(c controllerctx.Context) (*Controller, error) {
 		recorder:              recorder,
 		jobLister:             jobInformer.Lister(),
 		podLister:             podInformer.Lister(),
-		synced:                []cache.InformerSynced{jobInformer.Informer().HasSynced, podInformer.Informer().HasSynced},
 		queue:                 controllerutil.NewQueue[string](Name),
 		orphanQueue:           controllerutil.NewQueue[string](Name + "_orphan_pod"),
 		expectations:          controllerutil.NewControllerExpectations(c.Speed.Scale(controllerutil.ExpectationsTimeout)),
@@ -106,20 +105,16 @@ func newController(c controllerctx.Context) (*Controller, error) {
 		clock:                 clock.RealClock{},
 		logger:                c.Logger.With("controller", Name),
 	}
-	handlers := []struct {
-		informer cache.SharedIndexInformer
-		funcs    cache.ResourceEventHandlerFuncs
-	}{
-		{jobInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: jm.addJob, UpdateFunc: jm.updateJob, DeleteFunc: jm.deleteJob}},
-		{podInformer.Informer(), cache.ResourceEventHandlerFuncs{
+	var err error
+	jm.synced, err = controllerutil.AddEventHandlers(
+		controllerutil.EventHandler{Informer: jobInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: jm.addJob, UpdateFunc: jm.updateJob, DeleteFunc: jm.deleteJob}},
+		controllerutil.EventHandler{Informer: podInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: jm.addPod, UpdateFunc: jm.updatePod,
 			DeleteFunc: func(obj any) { jm.deletePod(obj, true) },
 		}},
-	}
-	for _, h := range handlers {
-		if _, err := h.informer.AddEventHandler(h.funcs); err != nil {
-			return nil, fmt.Errorf("register job controller handlers: %w", err)
-		}
+	)
+	if err != nil {
+		return nil, fmt.Errorf("job controller: %w", err)
 	}
 	return jm, nil
 }

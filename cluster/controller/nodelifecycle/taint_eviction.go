@@ -106,31 +106,30 @@ func newTaintEvictionController(ctx context.Context, client kubernetes.Interface
 	if err := addPodNodeNameIndexer(pods.Informer()); err != nil {
 		return nil, fmt.Errorf("index pods by node: %w", err)
 	}
-	podHandler, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { tc.podUpdated(nil, obj.(*v1.Pod)) },
-		UpdateFunc: func(old, obj interface{}) { tc.podUpdated(old.(*v1.Pod), obj.(*v1.Pod)) },
-		DeleteFunc: func(obj interface{}) {
-			if pod, ok := controllerutil.DeletedObject[*v1.Pod](obj); ok {
-				tc.podUpdated(pod, nil)
-			}
-		},
-	})
+	var err error
+	tc.synced, err = controllerutil.AddEventHandlers(
+		controllerutil.EventHandler{Informer: pods.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj interface{}) { tc.podUpdated(nil, obj.(*v1.Pod)) },
+			UpdateFunc: func(old, obj interface{}) { tc.podUpdated(old.(*v1.Pod), obj.(*v1.Pod)) },
+			DeleteFunc: func(obj interface{}) {
+				if pod, ok := controllerutil.DeletedObject[*v1.Pod](obj); ok {
+					tc.podUpdated(pod, nil)
+				}
+			},
+		}},
+		controllerutil.EventHandler{Informer: nodes.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj interface{}) { tc.nodeUpdated(nil, obj.(*v1.Node)) },
+			UpdateFunc: func(old, obj interface{}) { tc.nodeUpdated(old.(*v1.Node), obj.(*v1.Node)) },
+			DeleteFunc: func(obj interface{}) {
+				if node, ok := controllerutil.DeletedObject[*v1.Node](obj); ok {
+					tc.nodeUpdated(node, nil)
+				}
+			},
+		}},
+	)
 	if err != nil {
-		return nil, fmt.Errorf("add pod handler: %w", err)
+		return nil, fmt.Errorf("taint eviction controller: %w", err)
 	}
-	nodeHandler, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { tc.nodeUpdated(nil, obj.(*v1.Node)) },
-		UpdateFunc: func(old, obj interface{}) { tc.nodeUpdated(old.(*v1.Node), obj.(*v1.Node)) },
-		DeleteFunc: func(obj interface{}) {
-			if node, ok := controllerutil.DeletedObject[*v1.Node](obj); ok {
-				tc.nodeUpdated(node, nil)
-			}
-		},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("add node handler: %w", err)
-	}
-	tc.synced = []cache.InformerSynced{podHandler.HasSynced, nodeHandler.HasSynced}
 	return tc, nil
 }
 

@@ -48,8 +48,7 @@ type Controller struct {
 
 	rsLister  appslisters.ReplicaSetLister
 	podLister corelisters.PodLister
-	rsSynced  cache.InformerSynced
-	podSynced cache.InformerSynced
+	synced    []cache.InformerSynced
 
 	// queue holds ReplicaSet keys.
 	queue        workqueue.TypedRateLimitingInterface[string]
@@ -77,27 +76,19 @@ func newController(c controllerctx.Context) (*Controller, error) {
 		recorder:      recorder,
 		rsLister:      rsInformer.Lister(),
 		podLister:     podInformer.Lister(),
-		rsSynced:      rsInformer.Informer().HasSynced,
-		podSynced:     podInformer.Informer().HasSynced,
 		queue:         controllerutil.NewQueue[string](Name),
 		expectations:  controllerutil.NewUIDTrackingControllerExpectations(c.Speed.Scale(controllerutil.ExpectationsTimeout)),
 		burstReplicas: controllerutil.BurstReplicas,
 		clock:         clock.RealClock{},
 		logger:        c.Logger.With("controller", Name),
 	}
-	if _, err := rsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    rsc.addReplicaSet,
-		UpdateFunc: rsc.updateReplicaSet,
-		DeleteFunc: rsc.deleteReplicaSet,
-	}); err != nil {
-		return nil, fmt.Errorf("register replicaset handlers: %w", err)
-	}
-	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    rsc.addPod,
-		UpdateFunc: rsc.updatePod,
-		DeleteFunc: rsc.deletePod,
-	}); err != nil {
-		return nil, fmt.Errorf("register pod handlers: %w", err)
+	var err error
+	rsc.synced, err = controllerutil.AddEventHandlers(
+		controllerutil.EventHandler{Informer: rsInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: rsc.addReplicaSet, UpdateFunc: rsc.updateReplicaSet, DeleteFunc: rsc.deleteReplicaSet}},
+		controllerutil.EventHandler{Informer: podInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: rsc.addPod, UpdateFunc: rsc.updatePod, DeleteFunc: rsc.deletePod}},
+	)
+	if err != nil {
+		return nil, fmt.Errorf("replicaset controller: %w", err)
 	}
 	return rsc, nil
 }
@@ -111,7 +102,7 @@ func (rsc *Controller) Name() string { return Name }
 func (rsc *Controller) Run(ctx context.Context, workers int) {
 	controllerutil.Loop{
 		Logger: rsc.logger,
-		Synced: []cache.InformerSynced{rsc.rsSynced, rsc.podSynced},
+		Synced: rsc.synced,
 		Queues: []controllerutil.Runnable{&controllerutil.Worker[string]{
 			Queue: rsc.queue, Sync: rsc.sync,
 			OnError: func(key string, err error, _ bool) {

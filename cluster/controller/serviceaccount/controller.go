@@ -62,24 +62,23 @@ func newController(client kubernetes.Interface, sas coreinformers.ServiceAccount
 		OnError: func(key string, err error, _ bool) { c.logger.Error("Sync failed", "namespace", key, "err", err) },
 	}
 	// Handlers only queue the namespace's name; sync decides.
-	saHandler, err := sas.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		DeleteFunc: func(obj interface{}) {
-			if sa, ok := controllerutil.DeletedObject[*v1.ServiceAccount](obj); ok {
-				c.queue.Add(sa.Namespace)
-			}
-		},
-	})
+	var err error
+	c.synced, err = controllerutil.AddEventHandlers(
+		controllerutil.EventHandler{Informer: sas.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			DeleteFunc: func(obj interface{}) {
+				if sa, ok := controllerutil.DeletedObject[*v1.ServiceAccount](obj); ok {
+					c.queue.Add(sa.Namespace)
+				}
+			},
+		}},
+		controllerutil.EventHandler{Informer: namespaces.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj interface{}) { c.queue.Add(obj.(*v1.Namespace).Name) },
+			UpdateFunc: func(_, obj interface{}) { c.queue.Add(obj.(*v1.Namespace).Name) },
+		}},
+	)
 	if err != nil {
-		return nil, fmt.Errorf("add service account handler: %w", err)
+		return nil, fmt.Errorf("serviceaccount controller: %w", err)
 	}
-	nsHandler, err := namespaces.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { c.queue.Add(obj.(*v1.Namespace).Name) },
-		UpdateFunc: func(_, obj interface{}) { c.queue.Add(obj.(*v1.Namespace).Name) },
-	})
-	if err != nil {
-		return nil, fmt.Errorf("add namespace handler: %w", err)
-	}
-	c.synced = []cache.InformerSynced{saHandler.HasSynced, nsHandler.HasSynced}
 	return c, nil
 }
 

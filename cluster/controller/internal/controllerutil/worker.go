@@ -3,6 +3,7 @@ package controllerutil
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -163,4 +164,26 @@ func (l Loop) Run(ctx context.Context, workers int) {
 		q.shutDown()
 	}
 	wg.Wait()
+}
+
+// EventHandler is what a controller registers on one informer: handlers
+// that only queue keys.
+type EventHandler struct {
+	Informer cache.SharedIndexInformer
+	Funcs    cache.ResourceEventHandler
+}
+
+// AddEventHandlers registers each handler on its informer. It returns, for
+// each, what reports that the handler has been handed the informer's
+// initial list: what the controller's Loop waits for.
+func AddEventHandlers(handlers ...EventHandler) ([]cache.InformerSynced, error) {
+	synced := make([]cache.InformerSynced, 0, len(handlers))
+	for _, h := range handlers {
+		reg, err := h.Informer.AddEventHandler(h.Funcs)
+		if err != nil {
+			return nil, fmt.Errorf("register informer handlers: %w", err)
+		}
+		synced = append(synced, reg.HasSynced)
+	}
+	return synced, nil
 }
