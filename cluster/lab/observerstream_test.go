@@ -72,9 +72,6 @@ func describe(rs []received) []string {
 // them: over whole beats no flush brings two heartbeats from the leader
 // to one follower, and the counts add up to what raft sends (one a tick).
 func TestObserverFoldsHeartbeats(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a three-member etcd cluster")
-	}
 	c := etcdtest.New(t, 3, nil)
 	leader := c.WaitLeader(10 * time.Second)
 	o := NewObserver(membersOfTest(c), ObserverOptions{})
