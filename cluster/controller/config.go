@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/klab-dev/klab/cluster/internal/componentbase/clientconfig"
+	"github.com/klab-dev/klab/cluster/internal/componentbase/apiclient"
 	"github.com/klab-dev/klab/cluster/timing"
 )
 
@@ -17,7 +17,7 @@ import (
 // config that sets none: the controllers of a manager share one client,
 // and client-go's defaults (5 QPS, burst 10) would make them queue behind
 // each other.
-var clientDefaults = clientconfig.Defaults{UserAgent: componentName, QPS: 500, Burst: 1000}
+var clientDefaults = apiclient.Defaults{UserAgent: componentName, QPS: 500, Burst: 1000}
 
 // Config configures a Manager.
 type Config struct {

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/klab-dev/klab/cluster/internal/componentbase"
-	"github.com/klab-dev/klab/cluster/internal/componentbase/clientconfig"
+	"github.com/klab-dev/klab/cluster/internal/componentbase/apiclient"
 	"github.com/klab-dev/klab/cluster/kubelet/cri"
 	"github.com/klab-dev/klab/cluster/timing"
 )
@@ -28,7 +28,7 @@ const (
 
 // clientDefaults are the kubelet's user agent, --kube-api-qps and
 // --kube-api-burst.
-var clientDefaults = clientconfig.Defaults{UserAgent: "kubelet/" + Version + " (klab)", QPS: 50, Burst: 100}
+var clientDefaults = apiclient.Defaults{UserAgent: "kubelet/" + Version + " (klab)", QPS: 50, Burst: 100}
 
 // Config configures a kubelet.
 type Config struct {
@@ -122,7 +122,7 @@ func (c *Config) validate() error {
 		c.Listen = "127.0.0.1:10250"
 	}
 	c.Logger = componentbase.Logger(c.Logger)
-	c.REST = clientconfig.Build(c.REST, clientDefaults)
+	c.REST = apiclient.Config(c.REST, clientDefaults)
 	capacity := v1.ResourceList{}
 	for k, v := range c.Capacity {
 		capacity[k] = v.DeepCopy()

@@ -28,7 +28,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/klab-dev/klab/cluster/internal/componentbase"
-	"github.com/klab-dev/klab/cluster/internal/componentbase/clientconfig"
+	"github.com/klab-dev/klab/cluster/internal/componentbase/apiclient"
 	"github.com/klab-dev/klab/cluster/internal/eventstream"
 	"github.com/klab-dev/klab/cluster/proxy/internal/async"
 	"github.com/klab-dev/klab/cluster/proxy/proxier"
@@ -56,7 +56,7 @@ const defaultListen = "127.0.0.1:0"
 
 // clientDefaults are upstream's user agent, with QPS and Burst that
 // client-go's 5 would throttle Events during a burst of changes.
-var clientDefaults = clientconfig.Defaults{UserAgent: ComponentName, QPS: 50, Burst: 100}
+var clientDefaults = apiclient.Defaults{UserAgent: ComponentName, QPS: 50, Burst: 100}
 
 // Config configures a kube-proxy.
 type Config struct {
@@ -192,7 +192,7 @@ func New(cfg Config) (*Proxy, error) {
 		var d net.Dialer
 		cfg.Dial = d.DialContext
 	}
-	client, err := kubernetes.NewForConfig(clientconfig.Build(cfg.REST, clientDefaults))
+	client, err := kubernetes.NewForConfig(apiclient.Config(cfg.REST, clientDefaults))
 	if err != nil {
 		return nil, fmt.Errorf("new kube-proxy %s: %w", cfg.NodeName, err)
 	}
@@ -263,10 +263,7 @@ func New(cfg Config) (*Proxy, error) {
 
 	// Events go through the events.k8s.io/v1 API with the Node as their
 	// subject, as upstream's kube-proxy writes them.
-	p.broadcaster = events.NewBroadcaster(&instanceSink{
-		EventSink: &events.EventSinkImpl{Interface: client.EventsV1()},
-		instance:  ComponentName + "-" + cfg.NodeName,
-	})
+	p.broadcaster = apiclient.NewEventBroadcaster(client.EventsV1(), ComponentName+"-"+cfg.NodeName)
 	p.recorder = p.broadcaster.NewRecorder(scheme.Scheme, ComponentName)
 
 	defaults := defaultSettings()

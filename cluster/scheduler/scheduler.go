@@ -11,7 +11,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -24,7 +23,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/klab-dev/klab/cluster/internal/componentbase"
-	"github.com/klab-dev/klab/cluster/internal/componentbase/clientconfig"
+	"github.com/klab-dev/klab/cluster/internal/componentbase/apiclient"
 	"github.com/klab-dev/klab/cluster/internal/eventstream"
 	"github.com/klab-dev/klab/cluster/scheduler/framework"
 	frameworkruntime "github.com/klab-dev/klab/cluster/scheduler/framework/runtime"
@@ -45,7 +44,7 @@ const (
 
 // clientDefaults are upstream's user agent, with QPS and Burst for
 // throughput: client-go's 5 QPS would throttle the binding of every pod.
-var clientDefaults = clientconfig.Defaults{UserAgent: "kube-scheduler", QPS: 1000, Burst: 2000}
+var clientDefaults = apiclient.Defaults{UserAgent: "kube-scheduler", QPS: 1000, Burst: 2000}
 
 // Config configures a scheduler.
 type Config struct {
@@ -132,7 +131,7 @@ func New(cfg Config) (*Scheduler, error) {
 		}
 		cfg.Identity = host
 	}
-	restCfg := clientconfig.Build(cfg.REST, clientDefaults)
+	restCfg := apiclient.Config(cfg.REST, clientDefaults)
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return nil, fmt.Errorf("new scheduler: %w", err)
@@ -172,10 +171,7 @@ func New(cfg Config) (*Scheduler, error) {
 
 	// Scheduling events go through the events.k8s.io/v1 API, as upstream's
 	// recorder does when the API server serves it (klab's does).
-	s.broadcaster = events.NewBroadcaster(&instanceSink{
-		EventSink: &events.EventSinkImpl{Interface: client.EventsV1()},
-		instance:  SchedulerName + "-" + cfg.Identity,
-	})
+	s.broadcaster = apiclient.NewEventBroadcaster(client.EventsV1(), SchedulerName+"-"+cfg.Identity)
 	s.recorder = s.broadcaster.NewRecorder(scheme.Scheme, SchedulerName)
 
 	if err := s.addAllEventHandlers(); err != nil {
@@ -200,24 +196,6 @@ func newPodInformer(cs kubernetes.Interface, resync time.Duration) toolscache.Sh
 	return coreinformers.NewFilteredPodInformer(cs, metav1.NamespaceAll, resync,
 		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc},
 		func(o *metav1.ListOptions) { o.FieldSelector = selector })
-}
-
-// instanceSink writes events with this scheduler's reporting instance.
-// client-go names the instance after the process's host name, which every
-// scheduler of a local lab shares; upstream's, one per master, differ.
-type instanceSink struct {
-	events.EventSink
-	instance string
-}
-
-func (s *instanceSink) Create(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
-	e.ReportingInstance = s.instance
-	return s.EventSink.Create(ctx, e)
-}
-
-func (s *instanceSink) Update(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
-	e.ReportingInstance = s.instance
-	return s.EventSink.Update(ctx, e)
 }
 
 // handle is what plugins get from the framework.

@@ -3,6 +3,6 @@
 // stop gracefully or kill, done, err), the HTTP server of its debug
 // endpoints, the JSON answers they give and its logger. A component writes
 // only what is its own and takes the rest from here; its event stream comes
-// from package eventstream, and the API client configuration of those that
-// talk to the API server from package clientconfig.
+// from package eventstream, and what those that talk to the API server
+// share (client configuration, event sink) from package apiclient.
 package componentbase

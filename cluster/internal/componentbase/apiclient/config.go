@@ -1,9 +1,9 @@
-// Package clientconfig builds the API client configuration of a klab
-// component that talks to the API server (the scheduler, the controller
-// manager, kube-proxy, the kubelet). It is apart from componentbase so
-// that the components that do not (etcd, the demo app) do not depend on
-// client-go.
-package clientconfig
+// Package apiclient is what the klab components that talk to the API
+// server (the scheduler, the controller manager, kube-proxy, the kubelet)
+// share: their client configuration and their events.k8s.io recorder's
+// sink. It is apart from componentbase so that the components that do not
+// (etcd, the demo app) do not depend on client-go.
+package apiclient
 
 import "k8s.io/client-go/rest"
 
@@ -19,9 +19,9 @@ type Defaults struct {
 	Burst int
 }
 
-// Build returns a copy of base for a component's clients, with each of
+// Config returns a copy of base for a component's clients, with each of
 // d's settings where base leaves it unset.
-func Build(base *rest.Config, d Defaults) *rest.Config {
+func Config(base *rest.Config, d Defaults) *rest.Config {
 	cfg := rest.CopyConfig(base)
 	if cfg.QPS == 0 {
 		cfg.QPS = d.QPS
