@@ -97,10 +97,18 @@ func (m *Member) registerDebug(mux *http.ServeMux) {
 	// Raft events. A steady cluster's traffic (Event.Routine) waits for
 	// the stream's flush interval; without ?quiet= events wait up to
 	// 50 ms, so that a heartbeat round (or a busy second, a few hundred
-	// events) reaches a reader in a few writes, every one of them.
+	// events) reaches a reader in a few writes, every one of them. A
+	// pair's heartbeats, and their answers, are a series.
 	mux.HandleFunc("GET /debug/klab/events", func(w http.ResponseWriter, r *http.Request) {
 		eventstream.Serve(w, r, m.events, eventstream.Options[Event]{
 			Hold: eventstream.NewsWait, Routine: Event.Routine,
+			Series: heartbeatSeries,
+			Summarize: func(e *Event, n int, skipped uint64) {
+				if n > 1 {
+					e.Beats = n
+				}
+				e.Skipped = skipped
+			},
 			Status: func() any { return m.Status() }, Done: m.stopc,
 		})
 	})

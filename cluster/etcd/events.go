@@ -49,10 +49,14 @@ type Event struct {
 	Term   uint64 `json:"term,omitempty"`
 	Leader string `json:"leader,omitempty"`
 	Detail string `json:"detail,omitempty"`
-	// Beats is never set by a member. A reader that keeps only the last
-	// of a pair's heartbeats (or answers) of a batch, as the Observer of
-	// package lab does, sets it on that one: how many it stands for,
-	// itself included.
+	// Skipped is set on a stream read with ?series=true: how many events
+	// just before this one the stream wrote as part of a series, so that
+	// a reader tells them from events lost.
+	Skipped uint64 `json:"skipped,omitempty"`
+	// Beats is set on a heartbeat, or an answer to one, that stands for a
+	// series (?series=true): how many of this kind between these two
+	// members, itself included, a flush of the stream held. The stream
+	// writes only the last of them.
 	Beats int `json:"beats,omitempty"`
 }
 
@@ -108,6 +112,16 @@ func (e Event) Replication() bool {
 // read-index round or replication, sent or stepped. Anything else (a vote,
 // a role change, a rejection, a lost message, a clock change) is news.
 func (e Event) Routine() bool { return e.Heartbeat() || e.ReadIndex() || e.Replication() }
+
+// heartbeatSeries is the series of a heartbeat, or an answer, sent or
+// stepped: the messages of this kind between these two members
+// (eventstream's ?series=true).
+func heartbeatSeries(e Event) (string, bool) {
+	if !e.Heartbeat() {
+		return "", false
+	}
+	return e.Kind + " " + e.Msg.Type + " " + e.Msg.From + " " + e.Msg.To, true
+}
 
 // HeardLeader reports whether e shows its member stepped a leader's
 // heartbeat or append, which resets a follower's election timer (raft's

@@ -234,6 +234,9 @@ func TestEventCursor(t *testing.T) {
 		{"restarted member from its first event", eventCursor{seq: 70, time: at(11)}, etcd.Event{Seq: 1, Time: at(20)}, true, 0},
 		{"restarted member whose ring overflowed", eventCursor{seq: 70, time: at(11)}, etcd.Event{Seq: 5, Time: at(20)}, true, 4},
 		{"replay from the start", eventCursor{}, etcd.Event{Seq: 1, Time: at(1)}, true, 0},
+		{"a series before it", eventCursor{seq: 7, time: at(11)}, etcd.Event{Seq: 11, Time: at(12), Skipped: 3}, true, 0},
+		{"a series and events dropped", eventCursor{seq: 7, time: at(11)}, etcd.Event{Seq: 11, Time: at(12), Skipped: 1}, true, 2},
+		{"restarted member, its first events a series", eventCursor{seq: 70, time: at(11)}, etcd.Event{Seq: 4, Time: at(20), Skipped: 3}, true, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

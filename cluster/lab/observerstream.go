@@ -14,19 +14,14 @@ import (
 	"github.com/klab-dev/klab/cluster/internal/eventstream"
 )
 
-// How the Observer reads a member's event stream: at its beat
-// (?quiet=, the stream's flush interval), each flush ending with the
-// member's status (?status=flush). A steady cluster's stream is mostly
-// heartbeats, each reported twice (by its sender and by the member that
-// steps it), which the Raft view only counts; the Observer delivers each
-// once, from its sender, and each member pair's heartbeats of a flush as
-// the last of them, counted in its Beats (foldBeats). What the TUI draws
-// a few times a second is thus a few observations per pair, however fast
-// raft beats.
-
-// maxHeld bounds the events of a member's stream held until the status
-// line that ends their flush; past it they are delivered without one.
-const maxHeld = 4096
+// How the Observer reads a member's event stream: at its beat (?quiet=,
+// the stream's flush interval), each flush ending with the member's status
+// (?status=flush), and a pair's heartbeats of a flush as one, counted in
+// its Beats (?series=true). A steady cluster's stream is mostly
+// heartbeats, which the Raft view only counts. Each is also reported
+// twice, by its sender and by the member that steps it: the Observer
+// delivers it once, from its sender, and keeps the stepped ones only to
+// know when a follower last heard from its leader.
 
 // eventTier says what an event asks of its member's status. A heartbeat
 // or a read-index round changes nothing a status shows but a follower's
@@ -66,13 +61,14 @@ var errRestream = errors.New("the stream is opened again at a new beat")
 func (c *eventCursor) accept(e etcd.Event) (ok bool, lost uint64) {
 	switch {
 	case c.seq != math.MaxUint64 && e.Seq > c.seq:
-		lost = e.Seq - c.seq - 1
+		// Events the stream wrote as part of a series are not lost.
+		lost = e.Seq - c.seq - 1 - min(e.Skipped, e.Seq-c.seq-1)
 	case e.Time.After(c.time):
 		// A new process (or the first event seen): events before this
 		// one that the ring no longer holds are lost, unless this is the
 		// first event of all.
 		if c.seq != math.MaxUint64 && e.Seq > 1 {
-			lost = e.Seq - 1
+			lost = e.Seq - 1 - min(e.Skipped, e.Seq-1)
 		}
 	default:
 		return false, 0
@@ -81,50 +77,9 @@ func (c *eventCursor) accept(e etcd.Event) (ok bool, lost uint64) {
 	return true, lost
 }
 
-// received is an event the cursor accepted, with how many events were lost
-// just before it.
-type received struct {
-	event etcd.Event
-	lost  uint64
-}
-
-// beatKey tells one member pair's heartbeats (or answers) apart.
-type beatKey struct{ typ, from, to string }
-
-// foldBeats returns a flush of a member's stream as the Observer delivers
-// it: without the heartbeats (and answers) the member stepped, since their
-// sender reports each too, and with each pair's heartbeats, and each
-// pair's answers, as the last of them, counted in its Beats. An event
-// left out hands its lost count on to the next event delivered; what no
-// event is left to carry comes back as tail.
-func foldBeats(batch []received) (out []received, tail uint64) {
-	last := map[beatKey]int{}
-	count := map[beatKey]int{}
-	for i, r := range batch {
-		if e := r.event; e.Heartbeat() && e.Kind == etcd.EventSend {
-			k := beatKey{e.Msg.Type, e.Msg.From, e.Msg.To}
-			last[k] = i
-			count[k] += e.Count()
-		}
-	}
-	out = batch[:0]
-	for i, r := range batch {
-		if e := r.event; e.Heartbeat() {
-			k := beatKey{e.Msg.Type, e.Msg.From, e.Msg.To}
-			if e.Kind != etcd.EventSend || last[k] != i {
-				tail += r.lost
-				continue
-			}
-			if n := count[k]; n > 1 {
-				r.event.Beats = n
-			}
-		}
-		r.lost += tail
-		tail = 0
-		out = append(out, r)
-	}
-	return out, tail
-}
+// stepped reports whether e is a heartbeat, or an answer, that its member
+// stepped: its sender reported it too.
+func stepped(e etcd.Event) bool { return e.Heartbeat() && e.Kind == etcd.EventRecv }
 
 // handStatus gives the poller the status a stream's flush ended with,
 // in place of one it has not taken yet.
@@ -209,7 +164,7 @@ func (o *Observer) readEvents(ctx context.Context, m MemberInfo, cur *eventCurso
 	// cursor drops what was already delivered, and keeps what a restarted
 	// member reported before the stream reconnected.
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-		fmt.Sprintf("%s/events?since=%d&quiet=%s&status=flush", m.DebugURL, since, beat), nil)
+		fmt.Sprintf("%s/events?since=%d&quiet=%s&status=flush&series=true", m.DebugURL, since, beat), nil)
 	if err != nil {
 		return false, err
 	}
@@ -224,26 +179,6 @@ func (o *Observer) readEvents(ctx context.Context, m MemberInfo, cur *eventCurso
 	// What was read is delivered even when SetBeat ends the stream
 	// meanwhile: the cursor has moved past it. Only the Observer's own
 	// end stops it.
-	var held []received
-	deliver := func() bool {
-		batch, tail := foldBeats(held)
-		held = held[:0]
-		for _, r := range batch {
-			got = true
-			if !o.deliver(parent, m.Name, r) {
-				return false
-			}
-		}
-		if tail > 0 {
-			return o.emit(parent, m.Name, func(h Observed) Observation { return &GapObservation{Observed: h, Lost: tail} })
-		}
-		return true
-	}
-	defer func() {
-		if len(held) > 0 {
-			deliver()
-		}
-	}()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -252,9 +187,6 @@ func (o *Observer) readEvents(ctx context.Context, m MemberInfo, cur *eventCurso
 			return got, fmt.Errorf("GET %s: decode event: %w", req.URL, err)
 		}
 		if line.Kind == eventstream.StatusKind {
-			if !deliver() {
-				return got, parent.Err()
-			}
 			if line.Status != nil {
 				o.handStatus(m.Name, *line.Status)
 			}
@@ -265,37 +197,30 @@ func (o *Observer) readEvents(ctx context.Context, m MemberInfo, cur *eventCurso
 		if !ok {
 			continue
 		}
+		got = true
 		if e.HeardLeader() {
 			o.heard[m.Name].Store(e.Time.UnixNano())
 		}
-		held = append(held, received{event: e, lost: lost})
-		if len(held) >= maxHeld && !deliver() {
+		if lost > 0 && !o.emit(parent, m.Name, func(h Observed) Observation { return &GapObservation{Observed: h, Lost: lost} }) {
 			return got, parent.Err()
 		}
-	}
-	return got, sc.Err()
-}
-
-// deliver emits an event the stream brought, after a gap for the events
-// lost before it, and asks for the member's status if the event changed
-// it.
-func (o *Observer) deliver(ctx context.Context, member string, r received) bool {
-	if r.lost > 0 && !o.emit(ctx, member, func(h Observed) Observation { return &GapObservation{Observed: h, Lost: r.lost} }) {
-		return false
-	}
-	if !o.emit(ctx, member, func(h Observed) Observation { return &EventObservation{Observed: h, Event: r.event} }) {
-		return false
-	}
-	switch eventTier(r.event) {
-	case tierNow:
-		o.Refresh(member)
-	case tierSoon:
-		if !o.replicating[member].Swap(true) {
-			select {
-			case o.replicated[member] <- struct{}{}:
-			default:
+		if stepped(e) {
+			continue
+		}
+		if !o.emit(parent, m.Name, func(h Observed) Observation { return &EventObservation{Observed: h, Event: e} }) {
+			return got, parent.Err()
+		}
+		switch eventTier(e) {
+		case tierNow:
+			o.Refresh(m.Name)
+		case tierSoon:
+			if !o.replicating[m.Name].Swap(true) {
+				select {
+				case o.replicated[m.Name] <- struct{}{}:
+				default:
+				}
 			}
 		}
 	}
-	return true
+	return got, sc.Err()
 }

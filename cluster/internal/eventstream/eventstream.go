@@ -21,6 +21,14 @@
 //     component's status, as its /debug/klab/status serves it, once the
 //     batch before it was written, so that a reader sees what the batch
 //     did without asking.
+//   - ?series=true writes the routine events of a flush that the component
+//     counts as repeats of one another (a heartbeat between the same two
+//     raft members) as one, the last of them, with how many it stands for,
+//     as Kubernetes folds repeated Events into a series with a count. The
+//     sequence numbers of the others are reported as skipped on the next
+//     event written, so that a reader tells them from events lost. It
+//     folds only what a flush holds: with ?quiet=0 there is nothing to
+//     fold.
 //
 // A malformed parameter is answered with 400 Bad Request, naming it.
 package eventstream
@@ -63,6 +71,9 @@ type Stream struct {
 	// status, when the reader asked for status lines, returns the
 	// component's status.
 	status func() any
+	// fold, when the reader asked for series, rewrites each batch before
+	// it is written.
+	fold func([]any) []any
 }
 
 // Start begins a stream on w for the request r: its hold is r's ?quiet=
@@ -133,10 +144,14 @@ func (s *Stream) Due() <-chan time.Time { return s.timer.C }
 func (s *Stream) Flush() error {
 	s.due = time.Time{}
 	s.timer.Stop()
-	if len(s.waiting) > 0 && s.status != nil {
-		s.waiting = append(s.waiting, StatusLine{Kind: StatusKind, Time: time.Now(), Status: s.status()})
+	batch := s.waiting
+	if len(batch) > 0 && s.fold != nil {
+		batch = s.fold(batch)
 	}
-	for _, v := range s.waiting {
+	if len(batch) > 0 && s.status != nil {
+		batch = append(batch, StatusLine{Kind: StatusKind, Time: time.Now(), Status: s.status()})
+	}
+	for _, v := range batch {
 		if err := s.enc.Encode(v); err != nil {
 			return err
 		}
@@ -162,6 +177,14 @@ type Options[E any] struct {
 	Routine func(E) bool
 	// Status returns the component's status for ?status=flush.
 	Status func() any
+	// Series, for ?series=true, returns the key of the series a routine
+	// event belongs to, if it is one the component counts as a repeat
+	// (the same key, a repeat); nil makes ?series= a bad request.
+	Series func(E) (key string, ok bool)
+	// Summarize sets on an event written for ?series=true how many events
+	// it stands for, itself included, and how many sequence numbers just
+	// before it the stream skipped.
+	Summarize func(e *E, count int, skipped uint64)
 	// Done ends every stream when it closes: the component is stopping.
 	Done <-chan struct{}
 }
@@ -169,8 +192,9 @@ type Options[E any] struct {
 // Serve streams h's events to the reader of r, as the package doc says,
 // until the reader goes away or opts.Done closes.
 func Serve[E any](w http.ResponseWriter, r *http.Request, h *Hub[E], opts Options[E]) {
+	q := r.URL.Query()
 	var since uint64
-	if v := r.URL.Query().Get("since"); v != "" {
+	if v := q.Get("since"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
 			badRequest(w, fmt.Errorf("since=%q: want a sequence number", v))
@@ -178,11 +202,27 @@ func Serve[E any](w http.ResponseWriter, r *http.Request, h *Hub[E], opts Option
 		}
 		since = n
 	}
+	var series bool
+	if v := q.Get("series"); v != "" {
+		b, err := strconv.ParseBool(v)
+		switch {
+		case err != nil:
+			badRequest(w, fmt.Errorf("series=%q: want true or false", v))
+			return
+		case b && opts.Series == nil:
+			badRequest(w, fmt.Errorf("series=%s: this stream has no series", v))
+			return
+		}
+		series = b
+	}
 	stream, err := Start(w, r, opts.Hold, opts.Status)
 	if err != nil {
 		return
 	}
 	defer stream.Close()
+	if series {
+		stream.fold = foldSeries(opts)
+	}
 	past, events, cancel := h.Subscribe(since)
 	defer cancel()
 	send := func(e E) error { return stream.Send(e, opts.Routine == nil || !opts.Routine(e)) }
@@ -209,5 +249,46 @@ func Serve[E any](w http.ResponseWriter, r *http.Request, h *Hub[E], opts Option
 				return
 			}
 		}
+	}
+}
+
+// foldSeries returns a fold that writes each series of a batch as its last
+// event, summarized: the events left out count as skipped on the next
+// event written, which is in the same batch (each series' last is kept),
+// so that the stream's sequence numbers stay in order.
+func foldSeries[E any](opts Options[E]) func([]any) []any {
+	return func(batch []any) []any {
+		last := map[string]int{}
+		count := map[string]int{}
+		repeats := false
+		for i, v := range batch {
+			if k, ok := opts.Series(v.(E)); ok {
+				last[k] = i
+				count[k]++
+				repeats = repeats || count[k] > 1
+			}
+		}
+		if !repeats {
+			return batch
+		}
+		out := batch[:0]
+		var skipped uint64
+		for i, v := range batch {
+			e := v.(E)
+			n := 1
+			if k, ok := opts.Series(e); ok {
+				if last[k] != i {
+					skipped++
+					continue
+				}
+				n = count[k]
+			}
+			if n > 1 || skipped > 0 {
+				opts.Summarize(&e, n, skipped)
+				skipped = 0
+			}
+			out = append(out, e)
+		}
+		return out
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -232,5 +233,71 @@ func TestServe(t *testing.T) {
 	close(done)
 	if lines.Scan() {
 		t.Errorf("stream went on after Done: %s", lines.Text())
+	}
+}
+
+// beat is an event of a stream with series: a repeat of the others of its
+// pair.
+type beat struct {
+	Header
+	Pair    string `json:"pair"`
+	Count   int    `json:"count,omitempty"`
+	Skipped uint64 `json:"skipped,omitempty"`
+}
+
+func TestSeriesFoldRepeatsOfAFlush(t *testing.T) {
+	h := NewHub(64, (*beat).Stamp)
+	opts := Options[beat]{
+		Series: func(b beat) (string, bool) { return b.Pair, b.Pair != "" },
+		Summarize: func(b *beat, n int, skipped uint64) {
+			if n > 1 {
+				b.Count = n
+			}
+			b.Skipped = skipped
+		},
+	}
+	for _, pair := range []string{"a", "b", "", "a", "b", "a", ""} {
+		h.Publish(beat{Pair: pair})
+	}
+	read := func(query string) []beat {
+		t.Helper()
+		w := httptest.NewRecorder()
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // the replay is written before the stream looks at ctx
+		Serve(w, httptest.NewRequest(http.MethodGet, "/debug/klab/events"+query, nil).WithContext(ctx), h, opts)
+		var out []beat
+		for _, l := range strings.Split(strings.TrimSpace(w.Body.String()), "\n") {
+			var b beat
+			if err := json.Unmarshal([]byte(l), &b); err != nil {
+				t.Fatalf("%s: %v", l, err)
+			}
+			out = append(out, b)
+		}
+		return out
+	}
+	describe := func(bs []beat) string {
+		var parts []string
+		for _, b := range bs {
+			parts = append(parts, fmt.Sprintf("%d%s×%d-%d", b.Seq, b.Pair, b.Count, b.Skipped))
+		}
+		return strings.Join(parts, " ")
+	}
+	// 1 a, 2 b, 3 -, 4 a, 5 b, 6 a, 7 -: a's and b's last stand for them,
+	// and what they leave out is skipped on the next line.
+	if got, want := describe(read("?quiet=1s&series=true")), "3×0-2 5b×2-1 6a×3-0 7×0-0"; got != want {
+		t.Errorf("with series: %s, want %s", got, want)
+	}
+	if got, want := describe(read("?quiet=1s")), "1a×0-0 2b×0-0 3×0-0 4a×0-0 5b×0-0 6a×0-0 7×0-0"; got != want {
+		t.Errorf("without series: %s, want %s", got, want)
+	}
+	w := httptest.NewRecorder()
+	Serve(w, httptest.NewRequest(http.MethodGet, "/debug/klab/events?series=maybe", nil), h, opts)
+	if w.Code != http.StatusBadRequest {
+		t.Errorf("series=maybe: %d, want 400", w.Code)
+	}
+	w = httptest.NewRecorder()
+	Serve(w, httptest.NewRequest(http.MethodGet, "/debug/klab/events?series=true", nil), h, Options[beat]{})
+	if w.Code != http.StatusBadRequest {
+		t.Errorf("series on a stream without: %d, want 400", w.Code)
 	}
 }
