@@ -1,12 +1,12 @@
 package apiserver
 
 import (
-	"encoding/json"
+	"context"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 	"github.com/klab-dev/klab/cluster/internal/eventstream"
 )
 
@@ -27,18 +27,12 @@ type RequestEvent struct {
 	Revision int64 `json:"revision,omitempty"`
 }
 
-// requestLog keeps recent requests and fans them out to subscribers.
-type requestLog struct {
-	mu     sync.Mutex
-	recent []RequestEvent
-	subs   map[chan RequestEvent]struct{}
-}
-
+// requestLogSize is how many recent requests a new reader of the stream
+// is replayed.
 const requestLogSize = 256
 
-func newRequestLog() *requestLog { return &requestLog{subs: map[chan RequestEvent]struct{}{}} }
-
-func (l *requestLog) record(info requestInfo, user string, code int, latency time.Duration, revision string) {
+// newRequestEvent describes a request served.
+func newRequestEvent(info requestInfo, user string, code int, latency time.Duration, revision string) RequestEvent {
 	ev := RequestEvent{
 		Time: time.Now(), Verb: info.verb, Resource: info.resource, Subresource: info.subresource,
 		Namespace: info.namespace, Name: info.name, User: user, Code: code,
@@ -48,33 +42,7 @@ func (l *requestLog) record(info requestInfo, user string, code int, latency tim
 		ev.Path = info.path
 	}
 	ev.Revision, _ = strconv.ParseInt(revision, 10, 64)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.recent) == requestLogSize {
-		copy(l.recent, l.recent[1:])
-		l.recent = l.recent[:requestLogSize-1]
-	}
-	l.recent = append(l.recent, ev)
-	for ch := range l.subs {
-		select {
-		case ch <- ev:
-		default: // a slow reader misses events rather than slowing requests
-		}
-	}
-}
-
-func (l *requestLog) subscribe() (chan RequestEvent, []RequestEvent) {
-	ch := make(chan RequestEvent, 256)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.subs[ch] = struct{}{}
-	return ch, append([]RequestEvent(nil), l.recent...)
-}
-
-func (l *requestLog) unsubscribe(ch chan RequestEvent) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.subs, ch)
+	return ev
 }
 
 // Status is the API server's /debug/klab/status.
@@ -86,54 +54,31 @@ type Status struct {
 	Error    string `json:"error,omitempty"`
 }
 
-// serveDebug serves /debug/klab/status and /debug/klab/events (the
-// request stream, newline-delimited JSON, recent requests first; ?quiet=D
-// flushes it on the multiples of D, as eventstream says).
+// status reports the server's state, as /debug/klab/status serves it.
+func (s *Server) status(ctx context.Context) Status {
+	st := Status{Name: s.cfg.Name, Listen: s.cfg.Listen}
+	if rev, err := s.store.CurrentRevision(ctx); err != nil {
+		st.Error = err.Error()
+	} else {
+		st.Ready, st.Revision = true, rev
+	}
+	return st
+}
+
+// serveDebug serves /debug/klab/status and /debug/klab/events: the
+// request stream, recent requests first, every request routine traffic
+// (a reader that draws them a few times a second gives ?quiet=).
 func (s *Server) serveDebug(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/debug/klab/status":
-		st := Status{Name: s.cfg.Name, Listen: s.cfg.Listen}
-		if rev, err := s.store.CurrentRevision(r.Context()); err != nil {
-			st.Error = err.Error()
-		} else {
-			st.Ready, st.Revision = true, rev
-		}
-		writeJSON(w, http.StatusOK, st)
+		componentbase.WriteJSON(w, http.StatusOK, s.status(r.Context()))
 	case "/debug/klab/events":
-		// Each request is flushed at once, or on the multiples of
-		// ?quiet= for a reader that draws them a few times a second.
-		stream, err := eventstream.Start(w, r, 0)
-		if err != nil {
-			return
-		}
-		defer stream.Close()
-		ch, recent := s.requests.subscribe()
-		defer s.requests.unsubscribe(ch)
-		for _, ev := range recent {
-			if stream.Send(ev, false) != nil {
-				return
-			}
-		}
-		if stream.Flush() != nil {
-			return
-		}
-		for {
-			select {
-			case <-r.Context().Done():
-				return
-			case ev := <-ch:
-				if stream.Send(ev, false) != nil {
-					return
-				}
-			case <-stream.Due():
-				if stream.Flush() != nil {
-					return
-				}
-			}
-		}
+		eventstream.Serve(w, r, s.requests, eventstream.Options[RequestEvent]{
+			Routine: func(RequestEvent) bool { return true },
+			Status:  func() any { return s.status(r.Context()) },
+			Done:    s.life.Quit(),
+		})
 	default:
 		writeError(w, r, notFoundResource())
 	}
 }
-
-func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/klab-dev/klab/cluster/apiserver/registry"
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 )
 
 // The Kubernetes version whose API klab serves (the k8s.io/api it is
@@ -31,14 +32,14 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request, info r
 	parts := splitPath(path)
 	switch {
 	case path == "/version":
-		writeJSON(w, http.StatusOK, version.Info{
+		componentbase.WriteJSON(w, http.StatusOK, version.Info{
 			Major: kubeMajor, Minor: kubeMinor, GitVersion: kubeGitVersion, GitTreeState: "clean",
 			GoVersion: runtime.Version(), Compiler: runtime.Compiler, Platform: runtime.GOOS + "/" + runtime.GOARCH,
 		})
 	case path == "/healthz" || path == "/livez" || path == "/readyz" || strings.HasPrefix(path, "/healthz/") || strings.HasPrefix(path, "/livez/") || strings.HasPrefix(path, "/readyz/"):
 		s.health(w, r, parts[0])
 	case path == "/api":
-		writeJSON(w, http.StatusOK, &metav1.APIVersions{
+		componentbase.WriteJSON(w, http.StatusOK, &metav1.APIVersions{
 			TypeMeta:                   metav1.TypeMeta{Kind: "APIVersions"},
 			Versions:                   []string{"v1"},
 			ServerAddressByClientCIDRs: s.serverAddresses(r),
@@ -48,12 +49,12 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request, info r
 		for _, g := range s.groups() {
 			list.Groups = append(list.Groups, g)
 		}
-		writeJSON(w, http.StatusOK, list)
+		componentbase.WriteJSON(w, http.StatusOK, list)
 	case len(parts) == 2 && parts[0] == "apis":
 		for _, g := range s.groups() {
 			if g.Name == parts[1] {
 				g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
-				writeJSON(w, http.StatusOK, &g)
+				componentbase.WriteJSON(w, http.StatusOK, &g)
 				return
 			}
 		}
@@ -118,7 +119,7 @@ func (s *Server) resourceList(w http.ResponseWriter, r *http.Request, gv schema.
 			list.APIResources = append(list.APIResources, ar)
 		}
 	}
-	writeJSON(w, http.StatusOK, list)
+	componentbase.WriteJSON(w, http.StatusOK, list)
 }
 
 func (s *Server) serverAddresses(r *http.Request) []metav1.ServerAddressByClientCIDR {
@@ -172,17 +173,6 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request, which string) {
 		return
 	}
 	w.Write([]byte("ok"))
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	data, err := jsonMarshal(v)
-	if err != nil {
-		w.WriteHeader(http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	w.Write(data)
 }
 
 func invalidReplicas(n int32) field.ErrorList {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"log"
 	"net"
 	"net/http"
 	"strings"
@@ -34,7 +33,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			writeError(rec, r, apierrors.NewInternalError(fmt.Errorf("panic serving %s %s: %v", r.Method, r.URL.Path, p)))
 		}
-		s.requests.record(info, user.Name, rec.code, time.Since(start), rec.Header().Get(headerRevision))
+		s.requests.Publish(newRequestEvent(info, user.Name, rec.code, time.Since(start), rec.Header().Get(headerRevision)))
 	}()
 
 	if isPublicPath(r.URL.Path) {
@@ -184,7 +183,3 @@ func (r *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	return h.Hijack()
 }
-
-// quietLog drops net/http's own log lines (TLS handshake noise from health
-// checks); errors that matter reach clients as Status objects.
-func quietLog() *log.Logger { return log.New(io.Discard, "", 0) }

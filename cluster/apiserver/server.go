@@ -21,7 +21,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"reflect"
 	"sync"
@@ -34,6 +33,8 @@ import (
 	"github.com/klab-dev/klab/cluster/apiserver/openapi"
 	"github.com/klab-dev/klab/cluster/apiserver/registry"
 	"github.com/klab-dev/klab/cluster/apiserver/storage"
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
+	"github.com/klab-dev/klab/cluster/internal/eventstream"
 )
 
 // Defaults as upstream's kube-apiserver flags.
@@ -85,7 +86,7 @@ type Server struct {
 	ips      *allocator.IPAllocator
 	ports    *allocator.PortAllocator
 	openapi  http.Handler
-	requests *requestLog
+	requests *eventstream.Hub[RequestEvent]
 
 	// paused is closed while the server runs and replaced by an open
 	// channel while it is paused (docker pause freezes a process; here
@@ -93,11 +94,8 @@ type Server struct {
 	pauseMu sync.Mutex
 	running chan struct{}
 
-	ln       net.Listener
-	http     *http.Server
-	done     chan struct{}
-	serveErr error
-	stopOnce sync.Once
+	server *componentbase.Server
+	life   *componentbase.Lifecycle
 }
 
 // New prepares a server; Start serves it.
@@ -121,10 +119,10 @@ func New(cfg Config) (*Server, error) {
 		cfg:      cfg,
 		reg:      registry.New(),
 		store:    storage.New(cfg.Etcd),
-		requests: newRequestLog(),
-		done:     make(chan struct{}),
+		requests: eventstream.NewHub[RequestEvent](requestLogSize, nil),
 		running:  make(chan struct{}),
 	}
+	s.life = componentbase.NewLifecycle(s.shutdown)
 	close(s.running)
 	var err error
 	if s.ips, err = allocator.NewIPAllocator(cfg.Etcd, cfg.ServiceCIDR); err != nil {
@@ -153,76 +151,54 @@ func New(cfg Config) (*Server, error) {
 
 // Start bootstraps the cluster's built-in objects and starts serving.
 func (s *Server) Start(ctx context.Context) error {
+	if err := s.life.Begin(); err != nil {
+		return fmt.Errorf("start api server %s: %w", s.cfg.Name, err)
+	}
 	if err := s.bootstrap(ctx); err != nil {
+		s.life.Kill()
 		return err
 	}
-	ln, err := net.Listen("tcp", s.cfg.Listen)
+	server, err := componentbase.Listen(ctx, componentbase.ServerConfig{Addr: s.cfg.Listen, Handler: s, TLS: s.cfg.TLS})
 	if err != nil {
+		s.life.Kill()
 		return fmt.Errorf("api server listen on %s: %w", s.cfg.Listen, err)
 	}
-	if s.cfg.TLS != nil {
-		ln = tls.NewListener(ln, s.cfg.TLS)
-	}
-	s.ln = ln
-	s.http = &http.Server{
-		Handler:           s,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          quietLog(),
-	}
-	go func() {
-		err := s.http.Serve(ln)
-		if !errors.Is(err, http.ErrServerClosed) {
-			s.serveErr = err
-		}
-		close(s.done)
-	}()
+	s.server = server
+	s.life.Go(func() { server.Serve(s.life.Fail) })
 	return nil
 }
 
 // Addr returns the address the server listens on.
-func (s *Server) Addr() string { return s.ln.Addr().String() }
+func (s *Server) Addr() string { return s.server.Addr() }
 
-// Done is closed when the server stops serving.
-func (s *Server) Done() <-chan struct{} { return s.done }
+// Done is closed when the server has stopped serving.
+func (s *Server) Done() <-chan struct{} { return s.life.Done() }
 
-// Err returns why the server stopped, if it failed.
-func (s *Server) Err() error { return s.serveErr }
+// Err returns why the server stopped serving by itself; nil while it
+// serves, and after Stop or Kill.
+func (s *Server) Err() error { return s.life.Err() }
 
-// Stop stops serving; open watches are closed.
-func (s *Server) Stop() {
-	s.stopOnce.Do(func() {
-		if s.http == nil {
-			close(s.done)
-			return
-		}
-		// The watch cache goes first: its watches end, so their
-		// requests finish and the graceful shutdown need not wait for
-		// them.
-		s.store.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		if err := s.http.Shutdown(ctx); err != nil {
-			s.http.Close()
-		}
-		<-s.done
-	})
+// Stop stops serving; open watches are closed, and requests in flight
+// have two seconds to finish.
+func (s *Server) Stop() error { return s.life.Stop() }
+
+// Kill stops serving at once, cutting open connections, as kill -9 would.
+func (s *Server) Kill() { s.life.Kill() }
+
+// shutdown stops serving, gracefully or not (its Lifecycle runs it once).
+func (s *Server) shutdown(graceful bool) {
+	if s.server == nil {
+		return
+	}
+	// The watch cache goes first: its watches end, so their requests
+	// finish and a graceful shutdown need not wait for them.
+	s.store.Close()
+	s.server.Shutdown(graceful, 2*time.Second)
+	s.life.Wait()
 }
 
 // Registry returns the served resources.
 func (s *Server) Registry() *registry.Registry { return s.reg }
-
-// Kill stops serving at once, cutting open connections, as kill -9 would.
-func (s *Server) Kill() {
-	s.stopOnce.Do(func() {
-		if s.http == nil {
-			close(s.done)
-			return
-		}
-		s.store.Close()
-		s.http.Close()
-		<-s.done
-	})
-}
 
 // Pause holds every new request until Resume.
 func (s *Server) Pause() {

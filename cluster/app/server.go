@@ -1,7 +1,6 @@
 package app
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 )
 
 // server answers the app's endpoints and keeps the state the switches look
@@ -130,7 +131,7 @@ func (s *server) serveRoot(w http.ResponseWriter, r *http.Request) {
 		Message:     s.cfg.message,
 	}
 	if wantsJSON(r) {
-		writeJSON(w, resp)
+		componentbase.WriteJSON(w, http.StatusOK, resp)
 		return
 	}
 	var b strings.Builder
@@ -179,7 +180,7 @@ func (s *server) serveEnv(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if wantsJSON(r) {
-		writeJSON(w, s.env)
+		componentbase.WriteJSON(w, http.StatusOK, s.env)
 		return
 	}
 	keys := make([]string, 0, len(s.env))
@@ -296,14 +297,6 @@ func writeText(w http.ResponseWriter, status int, body string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(status)
 	io.WriteString(w, body)
-}
-
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(v)
 }
 
 func orUnknown(s string) string {

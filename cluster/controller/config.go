@@ -9,16 +9,15 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/klab-dev/klab/cluster/internal/componentbase/apiclient"
 	"github.com/klab-dev/klab/cluster/timing"
 )
 
-// Client rates used when the REST config sets none: the controllers of a
-// manager share one client, and client-go's defaults (5 QPS, burst 10)
-// would make them queue behind each other.
-const (
-	defaultQPS   = 500
-	defaultBurst = 1000
-)
+// clientDefaults are upstream's user agent, with client rates for a REST
+// config that sets none: the controllers of a manager share one client,
+// and client-go's defaults (5 QPS, burst 10) would make them queue behind
+// each other.
+var clientDefaults = apiclient.Defaults{UserAgent: componentName, QPS: 500, Burst: 1000}
 
 // Config configures a Manager.
 type Config struct {

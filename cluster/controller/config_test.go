@@ -96,29 +96,8 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	if !strings.HasPrefix(m.Identity(), "master-1_") || len(m.Identity()) != len("master-1_")+36 {
 		t.Errorf("identity %q, want master-1_<uuid>", m.Identity())
 	}
-	if m.rest.QPS != defaultQPS || m.rest.Burst != defaultBurst {
-		t.Errorf("QPS/Burst = %v/%v, want %v/%v", m.rest.QPS, m.rest.Burst, defaultQPS, defaultBurst)
-	}
-}
-
-func TestEventHub(t *testing.T) {
-	h := newEventHub()
-	for i := 0; i < eventRingSize+5; i++ {
-		h.publish(Event{Kind: EventLeader})
-	}
-	past, c, cancel := h.subscribe(uint64(eventRingSize))
-	defer cancel()
-	if len(past) != 5 || past[0].Seq != eventRingSize+1 {
-		t.Fatalf("past = %d events from seq %d, want 5 from %d", len(past), past[0].Seq, eventRingSize+1)
-	}
-	all, _, cancelAll := h.subscribe(0)
-	cancelAll()
-	if len(all) != eventRingSize || all[0].Seq != 6 {
-		t.Errorf("ring kept %d events from seq %d, want %d from 6", len(all), all[0].Seq, eventRingSize)
-	}
-	h.publish(Event{Kind: EventStartedLeading})
-	if e := <-c; e.Kind != EventStartedLeading || e.Seq != eventRingSize+6 {
-		t.Errorf("live event = %+v", e)
+	if m.rest.QPS != clientDefaults.QPS || m.rest.Burst != clientDefaults.Burst || m.rest.UserAgent != componentName {
+		t.Errorf("QPS/Burst = %v/%v, user agent %q; want %v/%v, %q", m.rest.QPS, m.rest.Burst, m.rest.UserAgent, clientDefaults.QPS, clientDefaults.Burst, componentName)
 	}
 }
 

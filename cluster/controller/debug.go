@@ -1,11 +1,11 @@
 package controller
 
 import (
-	"encoding/json"
 	"net/http"
-	"strconv"
 	"time"
 
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
+	"github.com/klab-dev/klab/cluster/internal/eventstream"
 	"github.com/klab-dev/klab/cluster/timing"
 )
 
@@ -76,8 +76,8 @@ func (m *Manager) Status() Status {
 		Holder:   m.holder,
 		Speed:    m.cfg.Speed.Factor(),
 	}
-	if m.err != nil {
-		st.Error = m.err.Error()
+	if err := m.life.Err(); err != nil {
+		st.Error = err.Error()
 	}
 	running := m.running
 	m.mu.Unlock()
@@ -119,12 +119,13 @@ func (m *Manager) debugHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", m.serveHealthz)
 	mux.HandleFunc("GET /debug/klab/status", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(m.Status())
+		componentbase.WriteJSON(w, http.StatusOK, m.Status())
 	})
-	mux.HandleFunc("GET /debug/klab/events", m.serveEvents)
+	// Leader changes and node lifecycle transitions, each news: few, and
+	// written at once.
+	mux.HandleFunc("GET /debug/klab/events", func(w http.ResponseWriter, r *http.Request) {
+		eventstream.Serve(w, r, m.events, eventstream.Options[Event]{Status: func() any { return m.Status() }, Done: m.life.Quit()})
+	})
 	return mux
 }
 
@@ -137,45 +138,4 @@ func (m *Manager) serveHealthz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = w.Write([]byte("ok"))
-}
-
-// serveEvents streams events as newline-delimited JSON, the kept ones
-// after ?since=N first, until the client goes or the manager stops.
-func (m *Manager) serveEvents(w http.ResponseWriter, r *http.Request) {
-	since, _ := strconv.ParseUint(r.URL.Query().Get("since"), 10, 64)
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.Header().Set("Cache-Control", "no-cache")
-	flusher, _ := w.(http.Flusher)
-	past, events, cancel := m.events.subscribe(since)
-	defer cancel()
-	enc := json.NewEncoder(w)
-	write := func(e Event) bool {
-		if err := enc.Encode(e); err != nil {
-			return false
-		}
-		if flusher != nil {
-			flusher.Flush() // events are few: send each at once
-		}
-		return true
-	}
-	for _, e := range past {
-		if !write(e) {
-			return
-		}
-	}
-	if flusher != nil {
-		flusher.Flush()
-	}
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-m.quit:
-			return
-		case e := <-events:
-			if !write(e) {
-				return
-			}
-		}
-	}
 }

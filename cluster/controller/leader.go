@@ -45,9 +45,10 @@ func (m *Manager) onStartedLeading(ctx context.Context) {
 // onStoppedLeading is called whenever the election ends, leader or not.
 func (m *Manager) onStoppedLeading() {
 	m.mu.Lock()
-	was, stopping := m.termStarted, m.stopping
+	was := m.termStarted
 	m.termStarted = false
 	m.mu.Unlock()
+	stopping := m.life.Stopping()
 	if !was {
 		return
 	}
@@ -68,7 +69,7 @@ func (m *Manager) onNewLeader(identity string) {
 
 func (m *Manager) publish(e Event) {
 	e.Identity = m.identity
-	m.events.publish(e)
+	m.events.Publish(e)
 }
 
 // runControllers builds the controllers' shared context, initialises every
@@ -100,7 +101,7 @@ func (m *Manager) runControllers(ctx context.Context) {
 		ctrl, err := initFuncs[name](ctx, cctx)
 		if err != nil {
 			m.logger.Error("Error starting controller", "controller", name, "err", err)
-			go m.finish(true, fmt.Errorf("start controller %s: %w", name, err))
+			m.life.Fail(fmt.Errorf("start controller %s: %w", name, err))
 			return
 		}
 		if ctrl == nil {

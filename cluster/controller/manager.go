@@ -1,12 +1,11 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"sync"
 	"time"
 
@@ -23,6 +22,9 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/klab-dev/klab/cluster/controller/controllerctx"
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
+	"github.com/klab-dev/klab/cluster/internal/componentbase/apiclient"
+	"github.com/klab-dev/klab/cluster/internal/eventstream"
 	"github.com/klab-dev/klab/cluster/timing"
 )
 
@@ -51,28 +53,20 @@ type Manager struct {
 	rest     *rest.Config
 	client   kubernetes.Interface
 	metadata metadata.Interface
-	events   *eventHub
+	events   *eventstream.Hub[Event]
 	watchdog *leaderelection.HealthzAdaptor
+	life     *componentbase.Lifecycle
 
 	broadcaster record.EventBroadcaster
-	ln          net.Listener
-	srv         *http.Server
+	server      *componentbase.Server
 	cancel      context.CancelFunc
-
-	// quit closes when the manager starts stopping (the event streams
-	// end); electionDone when leader election and the controllers have
-	// stopped; serveDone when the debug server has; done when all is over.
-	quit         chan struct{}
+	// electing says runElection runs; electionDone is closed once leader
+	// election and the controllers have stopped.
+	electing     bool
 	electionDone chan struct{}
-	serveDone    chan struct{}
-	done         chan struct{}
-	finishOnce   sync.Once
 
-	mu       sync.Mutex
-	started  bool
-	stopping bool
-	err      error
-	leading  bool
+	mu      sync.Mutex
+	leading bool
 	// termStarted says a started-leading event awaits its
 	// stopped-leading.
 	termStarted bool
@@ -97,20 +91,7 @@ func New(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller manager: %w", err)
 	}
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	restCfg := rest.CopyConfig(cfg.REST)
-	if restCfg.QPS == 0 {
-		restCfg.QPS = defaultQPS
-	}
-	if restCfg.Burst == 0 {
-		restCfg.Burst = defaultBurst
-	}
-	if restCfg.UserAgent == "" {
-		restCfg.UserAgent = componentName
-	}
+	restCfg := apiclient.Config(cfg.REST, clientDefaults)
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return nil, fmt.Errorf("controller manager: build client: %w", err)
@@ -122,46 +103,36 @@ func New(cfg Config) (*Manager, error) {
 	// A unique suffix, as upstream: two managers on one host must not
 	// both believe they hold the lease.
 	identity := cfg.Identity + "_" + string(uuid.NewUUID())
-	return &Manager{
+	m := &Manager{
 		cfg:          cfg,
 		enabled:      enabled,
 		identity:     identity,
-		logger:       logger.With("component", componentName, "identity", identity),
+		logger:       componentbase.Logger(cfg.Logger).With("component", componentName, "identity", identity),
 		rest:         restCfg,
 		client:       client,
 		metadata:     md,
-		events:       newEventHub(),
+		events:       eventstream.NewHub(eventRingSize, (*Event).Stamp),
 		watchdog:     leaderelection.NewLeaderHealthzAdaptor(cfg.Speed.Scale(leaderHealthzTimeout)),
-		quit:         make(chan struct{}),
 		electionDone: make(chan struct{}),
-		serveDone:    make(chan struct{}),
-		done:         make(chan struct{}),
-	}, nil
+	}
+	m.life = componentbase.NewLifecycle(m.shutdown)
+	return m, nil
 }
 
 // Start binds the debug server and starts competing for the lease; it
 // returns once the debug server listens. ctx bounds the start only: the
 // manager runs until Stop or Kill, or until it loses its lease.
 func (m *Manager) Start(ctx context.Context) error {
-	m.mu.Lock()
-	if m.started {
-		m.mu.Unlock()
-		return errors.New("controller manager already started")
+	if err := m.life.Begin(); err != nil {
+		return fmt.Errorf("start controller manager: %w", err)
 	}
-	m.started = true
-	m.mu.Unlock()
-
-	addr := m.cfg.DebugListen
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", addr)
+	addr := cmp.Or(m.cfg.DebugListen, "127.0.0.1:0")
+	server, err := componentbase.Listen(ctx, componentbase.ServerConfig{Addr: addr, Handler: m.debugHandler(), Logger: m.logger})
 	if err != nil {
-		m.abort()
+		m.life.Kill()
 		return fmt.Errorf("controller manager: listen on %s: %w", addr, err)
 	}
-	m.ln = ln
+	m.server = server
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
@@ -169,22 +140,16 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: m.client.CoreV1().Events("")})
 	elector, err := m.newElector()
 	if err != nil {
-		cancel()
-		m.broadcaster.Shutdown()
-		ln.Close()
-		m.abort()
+		m.life.Kill()
 		return fmt.Errorf("controller manager: leader election: %w", err)
 	}
 
-	m.srv = &http.Server{Handler: m.debugHandler(), ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		defer close(m.serveDone)
-		if err := m.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			m.logger.Error("Debug server failed", "err", err)
-		}
-	}()
+	m.life.Go(func() {
+		server.Serve(func(err error) { m.logger.Error("Debug server failed", "err", err) })
+	})
+	m.electing = true
 	go m.runElection(runCtx, elector)
-	m.logger.Info("Starting", "debug", ln.Addr().String(), "controllers", m.enabled, "speed", m.cfg.Speed.Factor())
+	m.logger.Info("Starting", "debug", server.Addr(), "controllers", m.enabled, "speed", m.cfg.Speed.Factor())
 	return nil
 }
 
@@ -242,105 +207,75 @@ func leaderElectionTimings(speed timing.Speed) (lease, renew, retry time.Duratio
 	return lease, renew, retry
 }
 
-// abort marks a manager whose Start failed as done.
-func (m *Manager) abort() {
-	m.finishOnce.Do(func() {
-		close(m.quit)
-		close(m.done)
-	})
-}
-
 // runElection competes for the lease until the manager stops or loses it.
 func (m *Manager) runElection(ctx context.Context, elector *leaderelection.LeaderElector) {
 	elector.Run(ctx) // returns when ctx ends or the lease could not be renewed
 	m.mu.Lock()
 	m.electionOver = true
-	lost := !m.stopping
 	m.mu.Unlock()
 	m.leaderWG.Wait()
 	close(m.electionDone)
-	if lost {
+	if !m.life.Stopping() {
 		// Upstream exits the process here (klog.FlushAndExit): a manager
 		// that lost its lease must not go on acting.
 		m.logger.Error("leaderelection lost")
-		go m.finish(true, ErrLeaderElectionLost)
+		m.life.Fail(ErrLeaderElectionLost)
 	}
 }
 
 // Addr returns the debug server's address ("127.0.0.1:port"), or "" before
 // Start.
 func (m *Manager) Addr() string {
-	if m.ln == nil {
+	if m.server == nil {
 		return ""
 	}
-	return m.ln.Addr().String()
+	return m.server.Addr()
 }
 
 // Identity returns the manager's lease identity, "<node>_<uuid>".
 func (m *Manager) Identity() string { return m.identity }
 
 // Done is closed when the manager has stopped, for whatever reason.
-func (m *Manager) Done() <-chan struct{} { return m.done }
+func (m *Manager) Done() <-chan struct{} { return m.life.Done() }
 
 // Err returns why the manager stopped on its own (ErrLeaderElectionLost,
 // or a controller that failed to start); nil while it runs and after Stop
 // or Kill.
-func (m *Manager) Err() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.err
-}
+func (m *Manager) Err() error { return m.life.Err() }
 
 // Stop stops the controllers and the election, sends the events still
 // queued and shuts the debug server down, then returns Err. As upstream's,
 // the lease is not released: a successor takes over once it expires.
-func (m *Manager) Stop() error {
-	m.finish(true, nil)
-	<-m.done
-	return m.Err()
-}
+func (m *Manager) Stop() error { return m.life.Stop() }
 
 // Kill stops the manager abruptly, as a crash would: the debug server's
 // connections are cut and nothing more is sent. It returns once every
 // goroutine of the manager has ended.
-func (m *Manager) Kill() {
-	m.finish(false, nil)
-	<-m.done
-}
+func (m *Manager) Kill() { m.life.Kill() }
 
-// finish stops everything once; err, if set, is why.
-func (m *Manager) finish(graceful bool, err error) {
-	m.finishOnce.Do(func() {
-		m.mu.Lock()
-		m.stopping = true
-		if err != nil {
-			m.err = err
-		}
-		started := m.started
-		m.mu.Unlock()
-		close(m.quit)
-		if !started {
-			close(m.done)
-			return
-		}
+// shutdown stops everything, gracefully or not (its Lifecycle runs it
+// once, also for a Start that failed part way).
+func (m *Manager) shutdown(graceful bool) {
+	if m.cancel != nil {
 		m.cancel()
+	}
+	if m.electing {
 		<-m.electionDone
-		if graceful {
-			// Shutdown waits for the event broadcaster's queue to drain.
-			m.broadcaster.Shutdown()
-			ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-			if err := m.srv.Shutdown(ctx); err != nil {
-				m.srv.Close()
-			}
-			cancel()
-		} else {
-			m.srv.Close()
-			m.broadcaster.Shutdown()
-		}
-		<-m.serveDone
+	}
+	if graceful && m.broadcaster != nil {
+		// Shutdown waits for the event broadcaster's queue to drain.
+		m.broadcaster.Shutdown()
+	}
+	if m.server != nil {
+		m.server.Shutdown(graceful, shutdownTimeout)
+	}
+	if !graceful && m.broadcaster != nil {
+		m.broadcaster.Shutdown()
+	}
+	m.life.Wait()
+	if m.life.Started() {
 		m.logger.Info("Stopped")
-		close(m.done)
-	})
+	}
 }
 
 // recorder returns an event recorder whose events name component as their

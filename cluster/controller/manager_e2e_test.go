@@ -50,7 +50,7 @@ func startManager(t *testing.T, c *apiservertest.Cluster, node string, speed tim
 // waitEvent waits for an event of m's stream (kept or new) that matches.
 func waitEvent(t *testing.T, m *Manager, timeout time.Duration, what string, match func(Event) bool) Event {
 	t.Helper()
-	past, events, cancel := m.events.subscribe(0)
+	past, events, cancel := m.events.Subscribe(0)
 	defer cancel()
 	for _, e := range past {
 		if match(e) {

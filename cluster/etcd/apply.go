@@ -209,7 +209,7 @@ func (m *Member) applyConfChange(tx *bolt.Tx, cc *raftpb.ConfChange) (applyResul
 	if res.err == nil {
 		res.resp = m.members.list()
 	}
-	m.events.publish(Event{Member: m.cfg.Name, Kind: EventState, State: m.raftStateString(), Term: m.term.Load(),
+	m.events.Publish(Event{Member: m.cfg.Name, Kind: EventState, State: m.raftStateString(), Term: m.term.Load(),
 		Detail: fmt.Sprintf("membership: %s %x", cc.GetType(), id)})
 	return res, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/klab-dev/klab/cluster/etcd/fault"
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 )
 
 // Upstream defaults, as etcd ships them.
@@ -103,9 +104,7 @@ func (c *Config) setDefaults() {
 	if c.MaxRequestBytes == 0 {
 		c.MaxRequestBytes = DefaultMaxRequestBytes
 	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.Logger = componentbase.Logger(c.Logger)
 }
 
 // Validate reports the first problem with the configuration, naming the field.

@@ -4,13 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/tracker"
 
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 	"github.com/klab-dev/klab/cluster/internal/eventstream"
 )
 
@@ -28,7 +28,7 @@ func (m *Member) Status() Status {
 		Clock:          m.clock.status(),
 	}
 	select {
-	case <-m.done:
+	case <-m.life.Done():
 		st.State = "stopped"
 		return st
 	default:
@@ -88,14 +88,32 @@ func (m *Member) dbSize() int64 {
 	return size
 }
 
-// debugMux serves /debug/klab: status, the event stream and clock control.
+// registerDebug serves /debug/klab: status, the event stream and clock
+// control.
 func (m *Member) registerDebug(mux *http.ServeMux) {
 	mux.HandleFunc("GET /debug/klab/status", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, m.Status())
+		componentbase.WriteJSON(w, http.StatusOK, m.Status())
 	})
-	mux.HandleFunc("GET /debug/klab/events", m.serveEvents)
+	// Raft events. A steady cluster's traffic (Event.Routine) waits for
+	// the stream's flush interval; without ?quiet= events wait up to
+	// 50 ms, so that a heartbeat round (or a busy second, a few hundred
+	// events) reaches a reader in a few writes, every one of them. A
+	// pair's heartbeats, and their answers, are a series.
+	mux.HandleFunc("GET /debug/klab/events", func(w http.ResponseWriter, r *http.Request) {
+		eventstream.Serve(w, r, m.events, eventstream.Options[Event]{
+			Hold: eventstream.NewsWait, Routine: Event.Routine,
+			Series: heartbeatSeries,
+			Summarize: func(e *Event, n int, skipped uint64) {
+				if n > 1 {
+					e.Beats = n
+				}
+				e.Skipped = skipped
+			},
+			Status: func() any { return m.Status() }, Done: m.stopc,
+		})
+	})
 	mux.HandleFunc("GET /debug/klab/clock", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, m.clock.status())
+		componentbase.WriteJSON(w, http.StatusOK, m.clock.status())
 	})
 	mux.HandleFunc("POST /debug/klab/clock", m.serveClock)
 	mux.HandleFunc("GET /health", m.serveHealth)
@@ -112,76 +130,6 @@ func (m *Member) serveHealth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Write([]byte(`{"health":"true","reason":""}`))
-}
-
-// serveEvents streams raft events as newline-delimited JSON. ?since=N
-// replays retained events after sequence number N first. ?beats=sent
-// leaves out the heartbeats (and their answers) this member stepped: the
-// sender reports each one too, and a steady cluster's stream is mostly
-// heartbeats, each reported twice. ?quiet=D (eventstream) lets a steady
-// cluster's traffic (Event.Routine) wait for the next multiple of D, and
-// writes each pair's heartbeats held meanwhile as the last of them
-// (Event.Beats, foldBeats); with ?status=flush as well, each flush ends
-// with the member's status (EventStatus), so that a reader sees what the
-// batch did to it without asking. Without ?quiet=, events wait up to
-// 50 ms, so that a heartbeat round (or a busy second, a few hundred
-// events) reaches a reader in a few writes, every one of them.
-func (m *Member) serveEvents(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	since, _ := strconv.ParseUint(q.Get("since"), 10, 64)
-	sentBeatsOnly := q.Get("beats") == "sent"
-	stream, err := eventstream.Start(w, r, eventstream.NewsWait)
-	if err != nil {
-		return
-	}
-	defer stream.Close()
-	if q.Has("quiet") {
-		withStatus := q.Get("status") == "flush"
-		stream.Fold(func(batch []any) []any {
-			batch = foldBeats(batch)
-			if withStatus {
-				st := m.Status()
-				batch = append(batch, Event{Time: time.Now(), Member: m.cfg.Name, Kind: EventStatus, Status: &st})
-			}
-			return batch
-		})
-	}
-	skip := func(e Event) bool { return sentBeatsOnly && e.Kind == EventRecv && e.Heartbeat() }
-	past, c, cancel := m.events.subscribe(since)
-	defer cancel()
-	var skipped uint64
-	send := func(e Event) error {
-		if skip(e) {
-			skipped++
-			return nil
-		}
-		e.Skipped, skipped = skipped, 0
-		return stream.Send(e, !e.Routine())
-	}
-	for _, e := range past {
-		if send(e) != nil {
-			return
-		}
-	}
-	if stream.Flush() != nil {
-		return
-	}
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-m.stopc:
-			return
-		case e := <-c:
-			if send(e) != nil {
-				return
-			}
-		case <-stream.Due():
-			if stream.Flush() != nil {
-				return
-			}
-		}
-	}
 }
 
 // ClockRequest is the body of POST /debug/klab/clock. Every field is
@@ -202,7 +150,7 @@ func (m *Member) serveClock(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	writeJSON(w, m.clock.status())
+	componentbase.WriteJSON(w, http.StatusOK, m.clock.status())
 }
 
 // SetClock changes the member's raft clock: what POST /debug/klab/clock does.
@@ -228,62 +176,7 @@ func (m *Member) SetClock(req ClockRequest) error {
 		m.clock.step(req.Step)
 	}
 	after := m.clock.status()
-	m.events.publish(Event{Member: m.cfg.Name, Kind: EventClock,
+	m.events.Publish(Event{Member: m.cfg.Name, Kind: EventClock,
 		Detail: fmt.Sprintf("interval %.0fms paused=%v step=%d", after.TickIntervalMS, after.Paused, req.Step)})
 	return nil
-}
-
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(v)
-}
-
-// beatKey tells one member pair's heartbeats (or answers) apart.
-type beatKey struct{ kind, typ, from, to string }
-
-// foldBeats writes a batch of events with each pair's heartbeats, and each
-// pair's answers, as the last of them, counted in its Beats. The events
-// left out count in the Skipped of the next event written, which is in the
-// same batch (the last of each pair's is kept), so that the stream's
-// sequence numbers stay in order and a reader tells what was folded from
-// what was lost. A steady cluster's stream at the calm beat is otherwise
-// two heartbeats in five.
-func foldBeats(batch []any) []any {
-	last := map[beatKey]int{}
-	count := map[beatKey]int{}
-	for i, v := range batch {
-		if e, ok := v.(Event); ok && e.Heartbeat() {
-			k := beatKey{e.Kind, e.Msg.Type, e.Msg.From, e.Msg.To}
-			last[k] = i
-			count[k] += e.Count()
-		}
-	}
-	if len(last) == 0 {
-		return batch
-	}
-	out := batch[:0]
-	var folded uint64
-	for i, v := range batch {
-		e, ok := v.(Event)
-		if !ok {
-			out = append(out, v)
-			continue
-		}
-		if e.Heartbeat() {
-			k := beatKey{e.Kind, e.Msg.Type, e.Msg.From, e.Msg.To}
-			if last[k] != i {
-				folded += 1 + e.Skipped
-				continue
-			}
-			if n := count[k]; n > 1 {
-				e.Beats = n
-			}
-		}
-		e.Skipped += folded
-		folded = 0
-		out = append(out, e)
-	}
-	return out
 }

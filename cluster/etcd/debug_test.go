@@ -11,6 +11,7 @@ import (
 
 	"github.com/klab-dev/klab/cluster/etcd"
 	"github.com/klab-dev/klab/cluster/etcd/etcdtest"
+	"github.com/klab-dev/klab/cluster/internal/eventstream"
 )
 
 func getJSON(t *testing.T, url string, v any) {
@@ -256,7 +257,7 @@ func TestEventStreamHoldsRoutineTraffic(t *testing.T) {
 	time.Sleep(time.Until(time.Now().Truncate(2 * time.Second).Add(2*time.Second + 20*time.Millisecond)))
 	// No replay (since = the largest sequence number): only what the
 	// leader does from now on, heartbeats ten times a second.
-	lines := arrivals(t, url+"?beats=sent&quiet=2s&since=18446744073709551615")
+	lines := arrivals(t, url+"?quiet=2s&since=18446744073709551615")
 	connected := time.Now()
 
 	time.Sleep(500 * time.Millisecond)
@@ -284,15 +285,61 @@ func TestEventStreamHoldsRoutineTraffic(t *testing.T) {
 	t.Fatal("the stream ended before the clock change")
 }
 
-// With ?quiet=, each flush writes a pair's heartbeats as the last of them,
-// counted in its Beats, and the others as skipped: on the leader's stream
-// of a steady cluster, over whole beats, no sequence number goes missing
-// unaccounted, no flush carries two heartbeats from the leader to one
-// follower, and the counts add up to what raft sends (one a tick).
-func TestEventStreamFoldsHeartbeats(t *testing.T) {
+// Without ?series=, a held stream leaves nothing out: on the leader's
+// stream of a steady cluster, sequence numbers follow each other, and over
+// whole beats the heartbeats it sent add up to what raft sends (one a
+// tick).
+func TestEventStreamCarriesEveryEvent(t *testing.T) {
 	c := etcdtest.New(t, 3, nil)
 	lead := c.WaitLeader(5 * time.Second)
-	lines := arrivals(t, c.Peers[lead].PeerURL+"/debug/klab/events?beats=sent&quiet=500ms&since=18446744073709551615")
+	lines := arrivals(t, c.Peers[lead].PeerURL+"/debug/klab/events?quiet=500ms&since=18446744073709551615")
+
+	const beat = 500 * time.Millisecond
+	start := time.Now().Truncate(beat).Add(beat)
+	end := start.Add(4 * beat)
+	var prev uint64
+	beats := map[string]int{} // heartbeats sent per follower
+	for a := range lines {
+		e := a.e
+		if prev != 0 && e.Seq != prev+1 {
+			t.Fatalf("event %d after %d: events left out", e.Seq, prev)
+		}
+		prev = e.Seq
+		if e.Beats != 0 || e.Skipped != 0 {
+			t.Fatalf("heartbeats written as a series without ?series=: %+v", e)
+		}
+		if !e.Heartbeat() || e.Kind != etcd.EventSend || e.Msg.Type != "MsgHeartbeat" {
+			continue
+		}
+		if a.at.Before(start) {
+			continue
+		}
+		if !a.at.Before(end) {
+			break
+		}
+		beats[e.Msg.To]++
+	}
+	// Four beats of 500 ms at one heartbeat per 100 ms tick: 20 to each
+	// follower, give or take the flushes' edges and a loaded machine.
+	if len(beats) != 2 {
+		t.Fatalf("heartbeats went to %d followers, want 2: %v", len(beats), beats)
+	}
+	for to, n := range beats {
+		if n < 10 || n > 30 {
+			t.Errorf("%d heartbeats to %s over 2 s, want about 20", n, to)
+		}
+	}
+}
+
+// With ?series=true, each flush writes a pair's heartbeats as the last of
+// them, counted in its Beats, and the others as skipped: on the leader's
+// stream of a steady cluster, over whole beats, no sequence number goes
+// missing unaccounted, no flush carries two heartbeats from the leader to
+// one follower, and the counts add up to what raft sends (one a tick).
+func TestEventStreamWritesHeartbeatSeries(t *testing.T) {
+	c := etcdtest.New(t, 3, nil)
+	lead := c.WaitLeader(5 * time.Second)
+	lines := arrivals(t, c.Peers[lead].PeerURL+"/debug/klab/events?quiet=500ms&series=true&since=18446744073709551615")
 
 	const beat = 500 * time.Millisecond
 	start := time.Now().Truncate(beat).Add(beat)
@@ -338,7 +385,7 @@ func TestEventStreamFoldsHeartbeats(t *testing.T) {
 func TestEventStreamEndsFlushesWithStatus(t *testing.T) {
 	c := etcdtest.New(t, 3, nil)
 	lead := c.WaitLeader(5 * time.Second)
-	resp, err := http.Get(c.Peers[lead].PeerURL + "/debug/klab/events?beats=sent&quiet=250ms&status=flush&since=18446744073709551615")
+	resp, err := http.Get(c.Peers[lead].PeerURL + "/debug/klab/events?quiet=250ms&status=flush&since=18446744073709551615")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,19 +394,22 @@ func TestEventStreamEndsFlushesWithStatus(t *testing.T) {
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	statuses, events := 0, 0
 	for statuses < 3 && sc.Scan() {
-		var e etcd.Event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+		var line struct {
+			etcd.Event
+			Status *etcd.Status `json:"status"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
 			t.Fatal(err)
 		}
-		if e.Kind != etcd.EventStatus {
-			if e.Status != nil {
-				t.Errorf("a %s event carries a status", e.Kind)
+		if line.Kind != eventstream.StatusKind {
+			if line.Status != nil {
+				t.Errorf("a %s event carries a status", line.Kind)
 			}
 			events++
 			continue
 		}
-		if e.Status == nil || e.Seq != 0 || e.Status.State != "StateLeader" || e.Status.Name != c.Peers[lead].Name {
-			t.Fatalf("status event %+v; want the leader's status, unnumbered", e)
+		if st := line.Status; st == nil || line.Seq != 0 || st.State != "StateLeader" || st.Name != c.Peers[lead].Name {
+			t.Fatalf("status line %s; want the leader's status, unnumbered", sc.Bytes())
 		}
 		if events == 0 {
 			t.Errorf("a status with no event before it in its flush")

@@ -2,10 +2,11 @@ package etcd
 
 import (
 	"strconv"
-	"sync"
 	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/klab-dev/klab/cluster/internal/eventstream"
 )
 
 // Event kinds on the raft event stream (/debug/klab/events).
@@ -22,10 +23,17 @@ const (
 	EventSnapshot    = "snapshot"  // a snapshot was created, sent or installed
 	EventClock       = "clock"     // the raft clock was paused, resumed, stepped or re-timed
 	EventLifecycle   = "lifecycle" // the member started, stopped, paused or resumed
-	// EventStatus carries the member's status as a stream flushes
-	// (?status=flush): it is not numbered, and not kept in the ring.
-	EventStatus = "status"
 )
+
+// eventRingSize is how many events a member keeps for readers that
+// connect late: a few seconds of a busy cluster's traffic.
+const eventRingSize = 4096
+
+// newEventHub returns the hub of a member's events: numbered from 1, and
+// timed as they are published.
+func newEventHub() *eventstream.Hub[Event] {
+	return eventstream.NewHub(eventRingSize, func(e *Event, seq uint64, now time.Time) { e.Seq, e.Time = seq, now })
+}
 
 // Event is one thing that happened inside a member, as the UI draws it.
 type Event struct {
@@ -41,18 +49,15 @@ type Event struct {
 	Term   uint64 `json:"term,omitempty"`
 	Leader string `json:"leader,omitempty"`
 	Detail string `json:"detail,omitempty"`
-	// Skipped is set on a filtered stream (beats=sent): how many events
-	// just before this one the stream left out, so that a reader tells
-	// them from events lost.
+	// Skipped is set on a stream read with ?series=true: how many events
+	// just before this one the stream wrote as part of a series, so that
+	// a reader tells them from events lost.
 	Skipped uint64 `json:"skipped,omitempty"`
-	// Beats is set on a heartbeat, or an answer to one, in a stream that
-	// holds routine traffic (?quiet=) when it stands for several: how many
-	// of this kind between these two members, itself included, were sent
-	// or stepped since the stream's last flush. The stream writes only the
-	// last of them; the others count in the next event's Skipped.
+	// Beats is set on a heartbeat, or an answer to one, that stands for a
+	// series (?series=true): how many of this kind between these two
+	// members, itself included, a flush of the stream held. The stream
+	// writes only the last of them.
 	Beats int `json:"beats,omitempty"`
-	// Status is set on a status event (EventStatus).
-	Status *Status `json:"status,omitempty"`
 }
 
 // Count is how many messages e stands for: its Beats, or one.
@@ -75,7 +80,7 @@ type MessageInfo struct {
 
 func hexID(id uint64) string { return strconv.FormatUint(id, 16) }
 
-// A steady cluster's traffic, as readers of the event stream sort it.
+// A steady cluster's traffic, as the event stream and its readers sort it.
 
 // IsHeartbeat reports whether a message type is a leader's heartbeat or
 // its answer.
@@ -108,6 +113,16 @@ func (e Event) Replication() bool {
 // a role change, a rejection, a lost message, a clock change) is news.
 func (e Event) Routine() bool { return e.Heartbeat() || e.ReadIndex() || e.Replication() }
 
+// heartbeatSeries is the series of a heartbeat, or an answer, sent or
+// stepped: the messages of this kind between these two members
+// (eventstream's ?series=true).
+func heartbeatSeries(e Event) (string, bool) {
+	if !e.Heartbeat() {
+		return "", false
+	}
+	return e.Kind + " " + e.Msg.Type + " " + e.Msg.From + " " + e.Msg.To, true
+}
+
 // HeardLeader reports whether e shows its member stepped a leader's
 // heartbeat or append, which resets a follower's election timer (raft's
 // stepFollower): it stepped one, or answered one (a follower answers only
@@ -138,72 +153,5 @@ func messageInfo(m *raftpb.Message, names func(uint64) string) *MessageInfo {
 		Commit:   m.GetCommit(),
 		Entries:  len(m.GetEntries()),
 		Reject:   m.GetReject(),
-	}
-}
-
-// eventHub keeps the latest events in a ring and fans them out to
-// subscribers. A subscriber that cannot keep up loses events (and is told how
-// many through a gap in Seq) rather than slowing raft down.
-type eventHub struct {
-	mu   sync.Mutex
-	seq  uint64
-	ring []Event
-	next int
-	full bool
-	subs map[chan Event]struct{}
-}
-
-const eventRingSize = 4096
-
-func newEventHub() *eventHub {
-	return &eventHub{ring: make([]Event, eventRingSize), subs: map[chan Event]struct{}{}}
-}
-
-func (h *eventHub) publish(e Event) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.seq++
-	e.Seq = h.seq
-	if e.Time.IsZero() {
-		e.Time = time.Now()
-	}
-	h.ring[h.next] = e
-	h.next = (h.next + 1) % len(h.ring)
-	if h.next == 0 {
-		h.full = true
-	}
-	for c := range h.subs {
-		select {
-		case c <- e:
-		default:
-		}
-	}
-}
-
-// subscribe returns the retained events after seq and a channel of the ones
-// that follow. cancel must be called when done.
-func (h *eventHub) subscribe(since uint64) (past []Event, c <-chan Event, cancel func()) {
-	ch := make(chan Event, 1024)
-	h.mu.Lock()
-	n := h.next
-	if h.full {
-		n = len(h.ring)
-	}
-	start := 0
-	if h.full {
-		start = h.next
-	}
-	for i := 0; i < n; i++ {
-		e := h.ring[(start+i)%len(h.ring)]
-		if e.Seq > since {
-			past = append(past, e)
-		}
-	}
-	h.subs[ch] = struct{}{}
-	h.mu.Unlock()
-	return past, ch, func() {
-		h.mu.Lock()
-		delete(h.subs, ch)
-		h.mu.Unlock()
 	}
 }

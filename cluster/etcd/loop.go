@@ -182,13 +182,13 @@ func (m *Member) updateSoftState(ss *raft.SoftState) {
 	m.lead.Store(ss.Lead)
 	term := m.term.Load()
 	if ss.RaftState != prevState {
-		m.events.publish(Event{Member: m.cfg.Name, Kind: EventState, State: ss.RaftState.String(), Term: term, Leader: hexID(ss.Lead)})
+		m.events.Publish(Event{Member: m.cfg.Name, Kind: EventState, State: ss.RaftState.String(), Term: term, Leader: hexID(ss.Lead)})
 		switch ss.RaftState {
 		case raft.StateLeader:
 			m.lessor.Promote(m.electionTimeout())
 		case raft.StateCandidate, raft.StatePreCandidate:
 			m.ticksSinceLeader.Store(0)
-			m.events.publish(Event{Member: m.cfg.Name, Kind: EventElection, State: ss.RaftState.String(), Term: term})
+			m.events.Publish(Event{Member: m.cfg.Name, Kind: EventElection, State: ss.RaftState.String(), Term: term})
 		}
 		if prevState == raft.StateLeader {
 			m.lessor.Demote()
@@ -197,7 +197,7 @@ func (m *Member) updateSoftState(ss *raft.SoftState) {
 	if ss.Lead != prevLead {
 		m.ticksSinceLeader.Store(0)
 		m.lastLeaderChange.Store(time.Now().UnixNano())
-		m.events.publish(Event{Member: m.cfg.Name, Kind: EventLeader, State: ss.RaftState.String(), Term: term, Leader: hexID(ss.Lead)})
+		m.events.Publish(Event{Member: m.cfg.Name, Kind: EventLeader, State: ss.RaftState.String(), Term: term, Leader: hexID(ss.Lead)})
 		m.leaderNotify.notify()
 	}
 }
@@ -209,7 +209,7 @@ func (m *Member) sendMessages(msgs []*raftpb.Message) {
 		return
 	}
 	for _, msg := range msgs {
-		m.events.publish(Event{Member: m.cfg.Name, Kind: EventSend, Msg: messageInfo(msg, m.peerName)})
+		m.events.Publish(Event{Member: m.cfg.Name, Kind: EventSend, Msg: messageInfo(msg, m.peerName)})
 	}
 	m.transport.Send(msgs)
 }
@@ -248,7 +248,7 @@ func (m *Member) maybeSnapshot() error {
 		return fmt.Errorf("compact raft log to %d: %w", compactTo, err)
 	}
 	m.snapIndex.Store(applied)
-	m.events.publish(Event{Member: m.cfg.Name, Kind: EventSnapshot, Detail: fmt.Sprintf("snapshot at index %d, log compacted to %d", applied, compactTo)})
+	m.events.Publish(Event{Member: m.cfg.Name, Kind: EventSnapshot, Detail: fmt.Sprintf("snapshot at index %d, log compacted to %d", applied, compactTo)})
 	return nil
 }
 

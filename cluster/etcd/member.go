@@ -21,6 +21,8 @@ import (
 	"github.com/klab-dev/klab/cluster/etcd/lease"
 	"github.com/klab-dev/klab/cluster/etcd/mvcc"
 	"github.com/klab-dev/klab/cluster/etcd/rafthttp"
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
+	"github.com/klab-dev/klab/cluster/internal/eventstream"
 )
 
 // ErrStopped is returned to requests that arrive while the member stops.
@@ -43,7 +45,7 @@ type Member struct {
 	transport   *rafthttp.Transport
 	members     *membership
 	clock       *raftClock
-	events      *eventHub
+	events      *eventstream.Hub[Event]
 	wait        *waitList
 	reqID       atomic.Uint64
 
@@ -78,15 +80,10 @@ type Member struct {
 	dbgServer  *http.Server
 	listeners  []net.Listener
 
-	startOnce sync.Once
-	stopOnce  sync.Once
-	doneOnce  sync.Once
-	stopc     chan struct{} // closed to make every goroutine return
-	done      chan struct{} // closed when everything has returned
-	wg        sync.WaitGroup
-	errMu     sync.Mutex
-	err       error
-	started   atomic.Bool
+	life    *componentbase.Lifecycle
+	stopc   chan struct{} // closed to make every goroutine return
+	wg      sync.WaitGroup
+	started atomic.Bool // set once the member serves
 }
 
 // NewMember checks the configuration and the data dir (refusing a foreign or
@@ -113,8 +110,8 @@ func NewMember(cfg Config) (*Member, error) {
 		readwaitc:     make(chan struct{}, 1),
 		gate:          newGate(),
 		stopc:         make(chan struct{}),
-		done:          make(chan struct{}),
 	}
+	m.life = componentbase.NewLifecycle(m.shutdown)
 	m.raftState.Store(raft.StateFollower)
 	m.readNotifier.Store(newReadNotifier())
 	// Request IDs: the member ID's low 16 bits, then a time-seeded counter,
@@ -180,45 +177,27 @@ func (m *Member) PeerURL() string { return m.self.PeerURL }
 
 // Done is closed when the member has stopped, for whatever reason; Err then
 // says why (nil after Stop or Kill).
-func (m *Member) Done() <-chan struct{} { return m.done }
+func (m *Member) Done() <-chan struct{} { return m.life.Done() }
 
 // Err returns the error that stopped the member, if any.
-func (m *Member) Err() error {
-	m.errMu.Lock()
-	defer m.errMu.Unlock()
-	return m.err
-}
+func (m *Member) Err() error { return m.life.Err() }
 
 // fail stops the member because something it cannot recover from happened
 // (a failed disk write). The error is kept for Err.
 func (m *Member) fail(err error) {
-	m.errMu.Lock()
-	if m.err == nil {
-		m.err = err
-	}
-	m.errMu.Unlock()
 	m.lg.Error("member failed, stopping", "err", err)
-	go m.shutdown(false)
+	m.life.Fail(err)
 }
 
 // Start opens storage, starts listening on the client and peer addresses and
 // runs raft. It returns once the member serves; ctx only bounds the start.
 func (m *Member) Start(ctx context.Context) (err error) {
-	started := false
-	m.startOnce.Do(func() { started = true })
-	if !started {
-		return fmt.Errorf("start etcd member %s: already started", m.cfg.Name)
+	if err := m.life.Begin(); err != nil {
+		return fmt.Errorf("start etcd member %s: %w", m.cfg.Name, err)
 	}
 	defer func() {
 		if err != nil {
-			m.closeAll()
-			if m.node != nil {
-				m.node.Stop()
-			}
-			if m.db != nil {
-				m.db.Close()
-			}
-			m.closeDone()
+			m.life.Kill()
 		}
 	}()
 	bs, err := m.openStorage(ctx)
@@ -236,31 +215,25 @@ func (m *Member) Start(ctx context.Context) (err error) {
 	if m.cfg.NoFsync {
 		m.lg.Warn("fsync is off: writes are not durable across power loss (demo mode)")
 	}
-	m.events.publish(Event{Member: m.cfg.Name, Kind: EventLifecycle, Detail: "started"})
+	m.events.Publish(Event{Member: m.cfg.Name, Kind: EventLifecycle, Detail: "started"})
 	return nil
 }
 
-// Stop shuts the member down gracefully. Safe to call more than once.
-func (m *Member) Stop() error {
-	m.shutdown(true)
-	<-m.done
-	return nil
-}
+// Stop shuts the member down gracefully, and returns Err. Safe to call
+// more than once.
+func (m *Member) Stop() error { return m.life.Stop() }
 
 // Kill stops the member abruptly, as kill -9 would: listeners close and the
 // raft loop stops at once. Nothing beyond already committed bbolt
 // transactions survives, which is exactly what a crash leaves behind.
-func (m *Member) Kill() {
-	m.shutdown(false)
-	<-m.done
-}
+func (m *Member) Kill() { m.life.Kill() }
 
 // Pause freezes the member like docker pause: its clock stops, it stops
 // handling raft messages and client requests (they wait). Resume undoes it.
 func (m *Member) Pause() {
 	if m.gate.shut() {
 		m.clock.freeze(true)
-		m.events.publish(Event{Member: m.cfg.Name, Kind: EventLifecycle, Detail: "paused"})
+		m.events.Publish(Event{Member: m.cfg.Name, Kind: EventLifecycle, Detail: "paused"})
 	}
 }
 
@@ -268,49 +241,42 @@ func (m *Member) Pause() {
 func (m *Member) Resume() {
 	if m.gate.open() {
 		m.clock.freeze(false)
-		m.events.publish(Event{Member: m.cfg.Name, Kind: EventLifecycle, Detail: "resumed"})
+		m.events.Publish(Event{Member: m.cfg.Name, Kind: EventLifecycle, Detail: "resumed"})
 	}
 }
 
 // Paused reports whether the member is paused.
 func (m *Member) Paused() bool { return m.gate.isShut() }
 
+// shutdown stops the member, gracefully or not (its Lifecycle runs it
+// once, also for a member that never started or whose Start failed part
+// way).
 func (m *Member) shutdown(graceful bool) {
-	m.stopOnce.Do(func() {
-		if !m.started.Load() {
-			// Never started, or Start failed and cleaned up after itself.
-			m.startOnce.Do(func() {})
-			m.closeDone()
-			return
+	serving := m.started.Load()
+	if serving {
+		m.events.Publish(Event{Member: m.cfg.Name, Kind: EventLifecycle, Detail: "stopping"})
+	}
+	// Closing stopc first ends watch streams and fails waiting proposals
+	// with ErrStopped, so that a graceful stop only has to wait for
+	// requests already being answered.
+	close(m.stopc)
+	m.gate.open() // a paused member must be able to stop
+	if graceful && serving {
+		t := time.AfterFunc(time.Second, m.grpcServer.Stop)
+		m.grpcServer.GracefulStop()
+		t.Stop()
+	}
+	m.closeAll()
+	m.wg.Wait()
+	if m.node != nil {
+		m.node.Stop()
+	}
+	if m.db != nil {
+		if err := m.db.Close(); err != nil {
+			m.lg.Warn("close db", "err", err)
 		}
-		m.events.publish(Event{Member: m.cfg.Name, Kind: EventLifecycle, Detail: "stopping"})
-		go func() {
-			// Closing stopc first ends watch streams and fails waiting
-			// proposals with ErrStopped, so that a graceful stop only has
-			// to wait for requests already being answered.
-			close(m.stopc)
-			m.gate.open() // a paused member must be able to stop
-			if graceful && m.grpcServer != nil {
-				t := time.AfterFunc(time.Second, m.grpcServer.Stop)
-				m.grpcServer.GracefulStop()
-				t.Stop()
-			}
-			m.closeAll()
-			m.wg.Wait()
-			if m.node != nil {
-				m.node.Stop()
-			}
-			if m.db != nil {
-				if err := m.db.Close(); err != nil {
-					m.lg.Warn("close db", "err", err)
-				}
-			}
-			m.closeDone()
-		}()
-	})
+	}
 }
-
-func (m *Member) closeDone() { m.doneOnce.Do(func() { close(m.done) }) }
 
 // closeAll closes listeners, servers and the transport.
 func (m *Member) closeAll() {

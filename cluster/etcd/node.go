@@ -115,7 +115,7 @@ func (m *Member) observeTransport(ev string, msg *raftpb.Message) {
 	if ev == "unreachable" {
 		kind = EventUnreachable
 	}
-	m.events.publish(Event{Member: m.cfg.Name, Kind: kind, Msg: messageInfo(msg, m.peerName)})
+	m.events.Publish(Event{Member: m.cfg.Name, Kind: kind, Msg: messageInfo(msg, m.peerName)})
 }
 
 // raftLogger routes the raft library's log into the member's slog logger.

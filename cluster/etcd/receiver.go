@@ -22,7 +22,7 @@ func (r *raftReceiver) Process(ctx context.Context, msg *raftpb.Message) error {
 		return err
 	}
 	m.noteLeaderContact(msg)
-	m.events.publish(Event{Member: m.cfg.Name, Kind: EventRecv, Msg: messageInfo(msg, m.peerName)})
+	m.events.Publish(Event{Member: m.cfg.Name, Kind: EventRecv, Msg: messageInfo(msg, m.peerName)})
 	return m.node.Step(ctx, msg)
 }
 
@@ -36,7 +36,7 @@ func (r *raftReceiver) ReceiveSnapshot(ctx context.Context, msg *raftpb.Message,
 		return err
 	}
 	m.noteLeaderContact(msg)
-	m.events.publish(Event{Member: m.cfg.Name, Kind: EventRecv, Msg: messageInfo(msg, m.peerName)})
+	m.events.Publish(Event{Member: m.cfg.Name, Kind: EventRecv, Msg: messageInfo(msg, m.peerName)})
 	return m.node.Step(ctx, msg)
 }
 

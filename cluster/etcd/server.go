@@ -16,6 +16,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
+
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 )
 
 // supported is what klab's etcd implements, named in every Unimplemented
@@ -71,7 +73,7 @@ func (m *Member) serve() {
 	mux := http.NewServeMux()
 	mux.Handle("/raft/", m.transport.Handler())
 	mux.HandleFunc("GET /klab/cluster", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, clusterInfo{ClusterID: hexID(m.clusterID), MemberID: hexID(m.id)})
+		componentbase.WriteJSON(w, http.StatusOK, clusterInfo{ClusterID: hexID(m.clusterID), MemberID: hexID(m.id)})
 	})
 	mux.HandleFunc("POST /klab/lease/keepalive", m.serveLeaseForward(true))
 	mux.HandleFunc("POST /klab/lease/ttl", m.serveLeaseForward(false))

@@ -90,7 +90,7 @@ func (m *Member) snapshotSource(msg *raftpb.Message) (io.ReadCloser, error) {
 		return nil, err
 	}
 	msg.Snapshot = &raftpb.Snapshot{Metadata: &raftpb.SnapshotMetadata{Index: &index, Term: &term, ConfState: cs}}
-	m.events.publish(Event{Member: m.cfg.Name, Kind: EventSnapshot, Detail: fmt.Sprintf("sending snapshot at index %d to %s", index, m.peerName(msg.GetTo()))})
+	m.events.Publish(Event{Member: m.cfg.Name, Kind: EventSnapshot, Detail: fmt.Sprintf("sending snapshot at index %d to %s", index, m.peerName(msg.GetTo()))})
 	rf, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -210,7 +210,7 @@ func (m *Member) afterSnapshotInstalled(snap *raftpb.Snapshot) {
 	m.appliedNotify.notify()
 	m.syncTransportPeers()
 	os.Remove(m.incomingSnapPath(md.GetIndex()))
-	m.events.publish(Event{Member: m.cfg.Name, Kind: EventSnapshot, Detail: fmt.Sprintf("installed snapshot at index %d", md.GetIndex())})
+	m.events.Publish(Event{Member: m.cfg.Name, Kind: EventSnapshot, Detail: fmt.Sprintf("installed snapshot at index %d", md.GetIndex())})
 }
 
 // syncTransportPeers makes the transport's peers match the membership.

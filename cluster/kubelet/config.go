@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
+	"github.com/klab-dev/klab/cluster/internal/componentbase/apiclient"
 	"github.com/klab-dev/klab/cluster/kubelet/cri"
 	"github.com/klab-dev/klab/cluster/timing"
 )
@@ -22,10 +24,11 @@ const (
 	Version = "v1.37.2"
 	// DefaultMaxPods is --max-pods.
 	DefaultMaxPods = 110
-	// defaultQPS and defaultBurst are --kube-api-qps and --kube-api-burst.
-	defaultQPS   = 50
-	defaultBurst = 100
 )
+
+// clientDefaults are the kubelet's user agent, --kube-api-qps and
+// --kube-api-burst.
+var clientDefaults = apiclient.Defaults{UserAgent: "kubelet/" + Version + " (klab)", QPS: 50, Burst: 100}
 
 // Config configures a kubelet.
 type Config struct {
@@ -118,18 +121,8 @@ func (c *Config) validate() error {
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:10250"
 	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	rc := rest.CopyConfig(c.REST)
-	if rc.QPS == 0 {
-		rc.QPS = defaultQPS
-	}
-	if rc.Burst == 0 {
-		rc.Burst = defaultBurst
-	}
-	rc.UserAgent = "kubelet/" + Version + " (klab)"
-	c.REST = rc
+	c.Logger = componentbase.Logger(c.Logger)
+	c.REST = apiclient.Config(c.REST, clientDefaults)
 	capacity := v1.ResourceList{}
 	for k, v := range c.Capacity {
 		capacity[k] = v.DeepCopy()

@@ -2,12 +2,13 @@ package kubelet
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/klab-dev/klab/cluster/internal/eventstream"
 )
 
 // Event reasons, as upstream's pkg/kubelet/events, so that `kubectl
@@ -69,56 +70,16 @@ type LifecycleEvent struct {
 	Message string `json:"message,omitempty"`
 }
 
-// eventStream keeps recent lifecycle events and fans them out to
-// subscribers. A slow subscriber misses events rather than slowing pods.
-type eventStream struct {
-	mu     sync.Mutex
-	recent []LifecycleEvent
-	subs   map[chan LifecycleEvent]struct{}
-}
-
+// eventStreamRecent is how many lifecycle events a new reader of the
+// stream is replayed.
 const eventStreamRecent = 256
-
-func newEventStream() *eventStream {
-	return &eventStream{subs: map[chan LifecycleEvent]struct{}{}}
-}
-
-func (s *eventStream) publish(ev LifecycleEvent) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.recent) == eventStreamRecent {
-		copy(s.recent, s.recent[1:])
-		s.recent = s.recent[:eventStreamRecent-1]
-	}
-	s.recent = append(s.recent, ev)
-	for ch := range s.subs {
-		select {
-		case ch <- ev:
-		default:
-		}
-	}
-}
-
-func (s *eventStream) subscribe() (chan LifecycleEvent, []LifecycleEvent) {
-	ch := make(chan LifecycleEvent, 256)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.subs[ch] = struct{}{}
-	return ch, append([]LifecycleEvent(nil), s.recent...)
-}
-
-func (s *eventStream) unsubscribe(ch chan LifecycleEvent) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.subs, ch)
-}
 
 // recorder records Kubernetes Events (source component "kubelet", host
 // the node, as upstream) and mirrors each onto the lifecycle stream.
 type recorder struct {
 	node   string
 	events record.EventRecorder
-	stream *eventStream
+	stream *eventstream.Hub[LifecycleEvent]
 	now    func() time.Time
 }
 
@@ -146,7 +107,7 @@ func containerRef(pod *v1.Pod, container string) *v1.ObjectReference {
 // container is not empty.
 func (r *recorder) pod(pod *v1.Pod, container, eventType, reason, message string) {
 	r.events.Event(containerRef(pod, container), eventType, reason, message)
-	r.stream.publish(LifecycleEvent{
+	r.stream.Publish(LifecycleEvent{
 		Time: r.now(), Node: r.node, Step: StepEvent, Namespace: pod.Namespace, Pod: pod.Name, UID: string(pod.UID),
 		Container: container, Type: eventType, Reason: reason, Message: message,
 	})
@@ -156,7 +117,7 @@ func (r *recorder) pod(pod *v1.Pod, container, eventType, reason, message string
 func (r *recorder) nodeEvent(eventType, reason, message string) {
 	ref := &v1.ObjectReference{Kind: "Node", Name: r.node, UID: nodeRefUID(r.node)}
 	r.events.Event(ref, eventType, reason, message)
-	r.stream.publish(LifecycleEvent{Time: r.now(), Node: r.node, Step: StepEvent, Type: eventType, Reason: reason, Message: message})
+	r.stream.Publish(LifecycleEvent{Time: r.now(), Node: r.node, Step: StepEvent, Type: eventType, Reason: reason, Message: message})
 }
 
 // nodeRefUID is the UID upstream's kubelet puts in its node references:
@@ -169,5 +130,5 @@ func (r *recorder) step(pod *v1.Pod, container, step, message string) {
 	if pod != nil {
 		ev.Namespace, ev.Pod, ev.UID = pod.Namespace, pod.Name, string(pod.UID)
 	}
-	r.stream.publish(ev)
+	r.stream.Publish(ev)
 }

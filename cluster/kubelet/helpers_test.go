@@ -80,7 +80,7 @@ func startAPIServer(t *testing.T) *testCluster {
 	if err := srv.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(srv.Stop)
+	t.Cleanup(func() { srv.Stop() })
 	tc := &testCluster{t: t, pki: c.PKI, url: "https://" + addr}
 	adminCfg := tc.restConfig(auth.AdminUser)
 	if tc.admin, err = kubernetes.NewForConfig(adminCfg); err != nil {

@@ -2,12 +2,9 @@ package kubelet
 
 import (
 	"context"
-	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -22,6 +19,8 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
+	"github.com/klab-dev/klab/cluster/internal/eventstream"
 	"github.com/klab-dev/klab/cluster/kubelet/cri"
 	"github.com/klab-dev/klab/cluster/timing"
 )
@@ -37,7 +36,7 @@ type Kubelet struct {
 
 	broadcaster record.EventBroadcaster
 	rec         *recorder
-	stream      *eventStream
+	stream      *eventstream.Hub[LifecycleEvent]
 
 	// crashBackOff delays restarts of crashing containers;
 	// imageBackOff retries of failed image pulls.
@@ -61,17 +60,12 @@ type Kubelet struct {
 	lastLeaseRenew   time.Time
 	nodeKick         chan struct{}
 
-	ln  net.Listener
-	srv *http.Server
+	server *componentbase.Server
+	life   *componentbase.Lifecycle
 
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	done     chan struct{}
-	errMu    sync.Mutex
-	err      error
-	stopOnce sync.Once
-	started  bool
+	// ctx lives as long as the kubelet; its shutdown cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // New checks cfg and prepares a kubelet; nothing runs until Start.
@@ -95,7 +89,7 @@ func New(cfg Config) (*Kubelet, error) {
 // fake clientset, a fake clock and a fake event recorder.
 func newKubelet(cfg Config, client kubernetes.Interface, clk clock.WithTicker) *Kubelet {
 	ctx, cancel := context.WithCancel(context.Background())
-	stream := newEventStream()
+	stream := eventstream.NewHub[LifecycleEvent](eventStreamRecent, nil)
 	k := &Kubelet{
 		cfg:          cfg,
 		log:          cfg.Logger.With("component", "kubelet", "node", cfg.NodeName),
@@ -111,8 +105,8 @@ func newKubelet(cfg Config, client kubernetes.Interface, clk clock.WithTicker) *
 		nodeKick:     make(chan struct{}, 1),
 		ctx:          ctx,
 		cancel:       cancel,
-		done:         make(chan struct{}),
 	}
+	k.life = componentbase.NewLifecycle(k.shutdown)
 	k.workers = newPodWorkers(k)
 	k.probes = newProbeManager(k)
 	k.mirrors = newMirrorManager(k)
@@ -123,134 +117,84 @@ func newKubelet(cfg Config, client kubernetes.Interface, clk clock.WithTicker) *
 // ends) and starts the kubelet's loops. ctx bounds the start only; the
 // kubelet runs until Stop or Kill.
 func (k *Kubelet) Start(ctx context.Context) error {
-	if k.started {
-		return errors.New("kubelet already started")
+	if err := k.life.Begin(); err != nil {
+		return fmt.Errorf("start kubelet %s: %w", k.cfg.NodeName, err)
 	}
-	k.started = true
-	ln, err := net.Listen("tcp", k.cfg.Listen)
+	server, err := componentbase.Listen(ctx, componentbase.ServerConfig{
+		Addr: k.cfg.Listen, Handler: k.handler(), TLS: k.cfg.TLS, BaseContext: k.ctx, Logger: k.log,
+	})
 	if err != nil {
-		k.finish(nil)
+		k.life.Kill()
 		return fmt.Errorf("kubelet %s: listen on %s: %w", k.cfg.NodeName, k.cfg.Listen, err)
 	}
-	k.ln = tls.NewListener(ln, k.cfg.TLS)
+	k.server = server
 	if k.broadcaster != nil {
 		k.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.client.CoreV1().Events("")})
 	}
 	k.rec.nodeEvent(v1.EventTypeNormal, eventStarting, "Starting kubelet.")
 	if err := k.registerWithAPIServer(ctx); err != nil {
-		k.ln.Close()
-		k.shutdownRecorder()
-		k.finish(nil)
+		k.life.Kill()
 		return err
 	}
 	k.podInformer = newPodInformer(k.client, k.cfg.NodeName)
 	k.podInformer.AddEventHandler(k.podEventHandler())
-	k.srv = &http.Server{Handler: k.handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: quietLog()}
 
-	k.goRun(func() { k.podInformer.Run(k.ctx.Done()) })
-	k.goRun(k.serve)
-	k.goRun(k.leaseLoop)
-	k.goRun(k.nodeStatusLoop)
-	k.goRun(k.runtimeEventsLoop)
-	k.goRun(k.housekeepingLoop)
-	k.goRun(k.mirrors.run)
+	k.life.Go(func() { k.podInformer.Run(k.ctx.Done()) })
+	k.life.Go(func() {
+		server.Serve(func(err error) {
+			k.log.Error("https server failed", "err", err)
+			k.life.Fail(fmt.Errorf("kubelet %s: serve: %w", k.cfg.NodeName, err))
+		})
+	})
+	k.life.Go(k.leaseLoop)
+	k.life.Go(k.nodeStatusLoop)
+	k.life.Go(k.runtimeEventsLoop)
+	k.life.Go(k.housekeepingLoop)
+	k.life.Go(k.mirrors.run)
 	k.log.Info("kubelet started", "listen", k.Addr(), "runtime", k.runtime.Name())
 	return nil
 }
 
-func (k *Kubelet) goRun(f func()) {
-	k.wg.Add(1)
-	go func() {
-		defer k.wg.Done()
-		f()
-	}()
-}
-
-func (k *Kubelet) serve() {
-	err := k.srv.Serve(k.ln)
-	if err != nil && !errors.Is(err, http.ErrServerClosed) && k.ctx.Err() == nil {
-		k.setErr(fmt.Errorf("kubelet %s: serve: %w", k.cfg.NodeName, err))
-		k.log.Error("https server failed", "err", err)
-		go k.Kill()
-	}
-}
-
 // Stop stops the kubelet: no more syncs, probes or heartbeats. Pods keep
 // running in the runtime, as they do when a real kubelet restarts; a new
-// kubelet on the same runtime adopts them.
-func (k *Kubelet) Stop() error {
-	k.stop(true)
-	return k.Err()
-}
+// kubelet on the same runtime adopts them. It returns Err.
+func (k *Kubelet) Stop() error { return k.life.Stop() }
 
 // Kill stops the kubelet abruptly: connections are cut and nothing more
 // is written to the API server.
-func (k *Kubelet) Kill() { k.stop(false) }
+func (k *Kubelet) Kill() { k.life.Kill() }
 
-func (k *Kubelet) stop(graceful bool) {
-	k.stopOnce.Do(func() {
-		k.cancel()
-		if k.srv != nil {
-			if graceful {
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				k.srv.Shutdown(ctx)
-				cancel()
-			} else {
-				k.srv.Close()
-			}
-		} else if k.ln != nil {
-			k.ln.Close()
-		}
-		k.workers.wait()
-		k.probes.stopAll()
-		k.wg.Wait()
-		k.shutdownRecorder()
-		k.finish(nil)
-		k.log.Info("kubelet stopped", "graceful", graceful)
-	})
-}
+// Done is closed when the kubelet has stopped.
+func (k *Kubelet) Done() <-chan struct{} { return k.life.Done() }
 
-func (k *Kubelet) shutdownRecorder() {
+// Err reports why the kubelet stopped on its own (its HTTPS server
+// failed), or nil.
+func (k *Kubelet) Err() error { return k.life.Err() }
+
+// shutdown stops the kubelet's loops and server, gracefully or not (its
+// Lifecycle runs it once, also for a Start that failed part way).
+func (k *Kubelet) shutdown(graceful bool) {
+	k.cancel()
+	if k.server != nil {
+		k.server.Shutdown(graceful, 2*time.Second)
+	}
+	k.workers.wait()
+	k.probes.stopAll()
+	k.life.Wait()
 	if k.broadcaster != nil {
 		k.broadcaster.Shutdown()
 	}
-}
-
-func (k *Kubelet) finish(err error) {
-	if err != nil {
-		k.setErr(err)
+	if k.life.Started() {
+		k.log.Info("kubelet stopped", "graceful", graceful)
 	}
-	select {
-	case <-k.done:
-	default:
-		close(k.done)
-	}
-}
-
-func (k *Kubelet) setErr(err error) {
-	k.errMu.Lock()
-	defer k.errMu.Unlock()
-	if k.err == nil {
-		k.err = err
-	}
-}
-
-// Done is closed when the kubelet has stopped.
-func (k *Kubelet) Done() <-chan struct{} { return k.done }
-
-// Err reports why the kubelet stopped on its own, or nil.
-func (k *Kubelet) Err() error {
-	k.errMu.Lock()
-	defer k.errMu.Unlock()
-	return k.err
 }
 
 // Addr is the address the HTTPS server is bound to ("" before Start).
 func (k *Kubelet) Addr() string {
-	if k.ln == nil {
+	if k.server == nil {
 		return ""
 	}
-	return k.ln.Addr().String()
+	return k.server.Addr()
 }
 
 // port is the bound port, for daemonEndpoints.

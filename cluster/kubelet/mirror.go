@@ -92,7 +92,7 @@ func (m *mirrorManager) run() {
 		m.kicks = append(m.kicks, kick)
 		m.states[sp.Name] = st
 		m.mu.Unlock()
-		m.k.goRun(func() { m.poll(st, kick) })
+		m.k.life.Go(func() { m.poll(st, kick) })
 	}
 }
 

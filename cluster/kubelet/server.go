@@ -1,18 +1,19 @@
 package kubelet
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"net/http"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
+	"github.com/klab-dev/klab/cluster/internal/eventstream"
 )
 
 // handler is the kubelet's HTTPS API: /healthz, /containerLogs and the
@@ -116,44 +117,13 @@ func (k *Kubelet) DebugStatus() Status {
 }
 
 func (k *Kubelet) serveStatus(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(k.DebugStatus())
+	componentbase.WriteJSON(w, http.StatusOK, k.DebugStatus())
 }
 
-// serveEvents streams lifecycle events as newline-delimited JSON: the
-// recent ones first, then each as it happens.
+// serveEvents streams lifecycle events: the recent ones first, then each
+// as it happens, written at once.
 func (k *Kubelet) serveEvents(w http.ResponseWriter, r *http.Request) {
-	ch, recent := k.stream.subscribe()
-	defer k.stream.unsubscribe(ch)
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriter(w)
-	enc := json.NewEncoder(bw)
-	flush := func() {
-		bw.Flush()
-		if f, ok := w.(http.Flusher); ok {
-			f.Flush()
-		}
-	}
-	for _, ev := range recent {
-		enc.Encode(ev)
-	}
-	flush()
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-k.ctx.Done():
-			return
-		case ev := <-ch:
-			if enc.Encode(ev) != nil {
-				return
-			}
-			flush()
-		}
-	}
+	eventstream.Serve(w, r, k.stream, eventstream.Options[LifecycleEvent]{
+		Status: func() any { return k.DebugStatus() }, Done: k.life.Quit(),
+	})
 }
-
-// quietLog keeps net/http's own complaints (TLS handshakes of probes that
-// hang up) out of the output.
-func quietLog() *log.Logger { return log.New(io.Discard, "", 0) }

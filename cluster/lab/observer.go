@@ -1,12 +1,7 @@
 package lab
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"math"
 	"net"
 	"net/http"
 	"sync"
@@ -16,23 +11,30 @@ import (
 	"github.com/klab-dev/klab/cluster/etcd"
 )
 
-// The Observer is how the TUI (and, later, lesson checks) sees the cluster:
-// it follows every etcd member's event stream (/debug/klab/events) and
-// status (/debug/klab/status) over HTTP, as any other process could, and
-// merges what they report into one ordered stream of typed observations.
+// The Observer is how the TUI and lesson checks see the cluster: it
+// follows every etcd member's event stream (/debug/klab/events) and status
+// (/debug/klab/status) over HTTP, as any other process could, and merges
+// what they report into one ordered stream of typed observations.
 //
-// Each flush of a member's stream ends with its status (?status=flush),
-// so that a steady member is not asked for it at all; a member's status
-// is fetched again when the member reports an event that changes it
-// (eventTier), so the picture follows raft as it happens without a busy
-// poll. A slower fallback poll notices members that died (a
-// dead member sends no events); a follower that stops hearing heartbeats
-// is read once per tick, so that its election timer can be drawn as it
-// fills. A steady cluster's heartbeats change nothing in a status but the
-// followers' timers, which they reset, so an idle cluster is read about
-// once a second. A member that stops and starts again is followed on its
-// new process without losing the events it reported while
-// nobody was listening, as far as its event ring still holds them.
+// The pacing of a screen lives here, not in the members: they serve what
+// any client of an event stream may ask for (a flush interval for routine
+// traffic, a status line ending each flush; see package eventstream), and
+// the Observer asks for them on its beat (RoutineBeat, or CalmBeat for a
+// calm screen), folds a steady cluster's heartbeats (observerstream.go),
+// and reads statuses on the same beat.
+//
+// Each flush of a member's stream ends with its status, so that a steady
+// member is not asked for it at all; a member's status is fetched again
+// when the member reports an event that changes it (eventTier), so the
+// picture follows raft as it happens without a busy poll. A slower
+// fallback poll notices members that died (a dead member sends no
+// events); a follower that stops hearing heartbeats is read once per
+// tick, so that its election timer can be drawn as it fills. A steady
+// cluster's heartbeats change nothing in a status but the followers'
+// timers, which they reset, so an idle cluster is read about once a
+// second. A member that stops and starts again is followed on its new
+// process without losing the events it reported while nobody was
+// listening, as far as its event ring still holds them.
 
 // Observer timings.
 const (
@@ -52,10 +54,11 @@ const (
 	reconnectMin = 100 * time.Millisecond
 	reconnectMax = time.Second
 	// RoutineBeat is the beat on which a steady cluster's traffic is
-	// reported: members send their heartbeats, read-index rounds and
-	// replication (etcd.Event.Routine) on its multiples since the zero
-	// time, all members at once, and so reach the Observer and the TUI in
-	// one wake-up. Anything else is sent within 50 ms.
+	// reported: the Observer reads the members' streams with it as their
+	// flush interval (?quiet=), so that their heartbeats, read-index
+	// rounds and replication (etcd.Event.Routine) come on its multiples
+	// since the zero time, all members at once, and reach the Observer
+	// and the TUI in one wake-up. Anything else comes within 50 ms.
 	RoutineBeat = 250 * time.Millisecond
 	// CalmBeat is the beat of a calm reader, one that draws a steady
 	// cluster's traffic once a second (Observer.SetBeat).
@@ -456,191 +459,4 @@ func steady(st etcd.Status, heard, now time.Time, beat time.Duration) bool {
 		return false
 	}
 	return now.Sub(heard) <= beatWindow(st, beat)
-}
-
-// eventTier says what an event asks of its member's status. A heartbeat
-// or a read-index round changes nothing a status shows but a follower's
-// election timer (which the UI resets on it); replication moves the
-// indexes, read again within replicationGap; anything else (a vote, a role
-// change, a rejection, a lost message) is read at once.
-func eventTier(e etcd.Event) int {
-	switch {
-	case e.Heartbeat() || e.ReadIndex():
-		return tierNone
-	case e.Replication():
-		return tierSoon
-	}
-	return tierNow
-}
-
-const (
-	tierNone = iota
-	tierSoon
-	tierNow
-)
-
-// eventCursor remembers where a member's event stream was left, so that a
-// reconnect delivers what was missed and nothing twice. A member that was
-// restarted numbers its events from 1 again; its events are told from old
-// ones by their time, since the new process started after the old one's
-// last event.
-type eventCursor struct {
-	seq  uint64    // last delivered event's Seq; MaxUint64 before the first
-	time time.Time // last delivered event's time, or when observing began
-}
-
-// errRestream ends a stream that SetBeat asks to open again.
-var errRestream = errors.New("the stream is opened again at a new beat")
-
-// accept reports whether e is new, and how many events were lost before it.
-func (c *eventCursor) accept(e etcd.Event) (ok bool, lost uint64) {
-	switch {
-	case c.seq != math.MaxUint64 && e.Seq > c.seq:
-		// Events the stream left out on purpose are not lost.
-		lost = e.Seq - c.seq - 1 - min(e.Skipped, e.Seq-c.seq-1)
-	case e.Time.After(c.time):
-		// A new process (or the first event seen): events before this
-		// one that the ring no longer holds are lost, unless this is the
-		// first event of all.
-		if c.seq != math.MaxUint64 && e.Seq > 1 {
-			lost = e.Seq - 1 - min(e.Skipped, e.Seq-1)
-		}
-	default:
-		return false, 0
-	}
-	c.seq, c.time = e.Seq, e.Time
-	return true, lost
-}
-
-// handStatus gives the poller the status a stream's flush ended with,
-// in place of one it has not taken yet.
-func (o *Observer) handStatus(member string, st etcd.Status) {
-	c := o.streamed[member]
-	for {
-		select {
-		case c <- st:
-			return
-		default:
-		}
-		select {
-		case <-c:
-		default:
-		}
-	}
-}
-
-// followEvents reads a member's event stream, reconnecting whenever it
-// ends, until ctx ends.
-func (o *Observer) followEvents(ctx context.Context, m MemberInfo) {
-	cur := eventCursor{seq: math.MaxUint64, time: time.Now()}
-	if o.opts.Replay {
-		cur = eventCursor{}
-	}
-	wait := reconnectMin
-	since := uint64(0)
-	for ctx.Err() == nil {
-		got, err := o.readEvents(ctx, m, &cur, since)
-		since = 0
-		if ctx.Err() != nil {
-			return
-		}
-		if errors.Is(err, errRestream) {
-			// The same process, read again at the new beat from where
-			// its stream was left.
-			if cur.seq != math.MaxUint64 {
-				since = cur.seq
-			}
-			continue
-		}
-		// The stream ended: the member stopped, or never answered. Its
-		// status says which; read it now rather than at the next poll.
-		o.Refresh(m.Name)
-		if got {
-			wait = reconnectMin
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, reconnectMax)
-	}
-}
-
-// readEvents reads one connection of a member's event stream, from the
-// events after since. got reports whether the connection delivered
-// anything.
-func (o *Observer) readEvents(ctx context.Context, m MemberInfo, cur *eventCursor, since uint64) (got bool, err error) {
-	// SetBeat ends the stream, to open it again at the new beat.
-	parent := ctx
-	ctx, cancel := context.WithCancel(ctx)
-	o.streamMu.Lock()
-	o.restreams[m.Name] = cancel
-	beat := o.Beat()
-	o.streamMu.Unlock()
-	defer func() {
-		if parent.Err() == nil && ctx.Err() != nil {
-			err = errRestream
-		}
-		cancel()
-	}()
-	// On a reconnect the whole retained ring is asked for (since 0): the
-	// cursor drops what was already delivered, and keeps what a restarted
-	// member reported before the stream reconnected.
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-		fmt.Sprintf("%s/events?since=%d&beats=sent&quiet=%s&status=flush", m.DebugURL, since, beat), nil)
-	if err != nil {
-		return false, err
-	}
-	resp, err := o.hc.Do(req)
-	if err != nil {
-		return false, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return false, fmt.Errorf("GET %s: %s", req.URL, resp.Status)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		var e etcd.Event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return got, fmt.Errorf("GET %s: decode event: %w", req.URL, err)
-		}
-		if e.Kind == etcd.EventStatus {
-			if e.Status != nil {
-				o.handStatus(m.Name, *e.Status)
-			}
-			continue
-		}
-		ok, lost := cur.accept(e)
-		if !ok {
-			continue
-		}
-		got = true
-		// What was read is delivered even when SetBeat ends the stream
-		// meanwhile: the cursor has moved past it. Only the Observer's
-		// own end stops it.
-		if lost > 0 {
-			o.emit(parent, m.Name, func(h Observed) Observation { return &GapObservation{Observed: h, Lost: lost} })
-		}
-		if e.HeardLeader() {
-			o.heard[m.Name].Store(e.Time.UnixNano())
-		}
-		if !o.emit(parent, m.Name, func(h Observed) Observation { return &EventObservation{Observed: h, Event: e} }) {
-			return got, parent.Err()
-		}
-		switch eventTier(e) {
-		case tierNow:
-			o.Refresh(m.Name)
-		case tierSoon:
-			if !o.replicating[m.Name].Swap(true) {
-				select {
-				case o.replicated[m.Name] <- struct{}{}:
-				default:
-				}
-			}
-		}
-	}
-	return got, sc.Err()
 }

@@ -75,8 +75,8 @@ func TestObserverFollowsRealCluster(t *testing.T) {
 		if got.Member != leaderName || got.Event.Msg.FromName != leaderName {
 			t.Errorf("heartbeat observed from %s (sent by %s), want %s", got.Member, got.Event.Msg.FromName, leaderName)
 		}
-		// The heartbeats a member steps are left out of the stream
-		// (beats=sent), and not reported as lost: the follower's answer
+		// The heartbeats a member steps are left out (their sender
+		// reports each), and not reported as lost: the follower's answer
 		// says it stepped one.
 		var stepped, gaps int
 		awaitObservation(t, obs, &seq, "a follower answering a heartbeat", func(o Observation) bool {
@@ -236,9 +236,9 @@ func TestEventCursor(t *testing.T) {
 		{"restarted member from its first event", eventCursor{seq: 70, time: at(11)}, etcd.Event{Seq: 1, Time: at(20)}, true, 0},
 		{"restarted member whose ring overflowed", eventCursor{seq: 70, time: at(11)}, etcd.Event{Seq: 5, Time: at(20)}, true, 4},
 		{"replay from the start", eventCursor{}, etcd.Event{Seq: 1, Time: at(1)}, true, 0},
-		{"heartbeats left out by the stream", eventCursor{seq: 7, time: at(11)}, etcd.Event{Seq: 11, Time: at(12), Skipped: 3}, true, 0},
-		{"left out and dropped", eventCursor{seq: 7, time: at(11)}, etcd.Event{Seq: 11, Time: at(12), Skipped: 1}, true, 2},
-		{"restarted member, its first events left out", eventCursor{seq: 70, time: at(11)}, etcd.Event{Seq: 4, Time: at(20), Skipped: 3}, true, 0},
+		{"a series before it", eventCursor{seq: 7, time: at(11)}, etcd.Event{Seq: 11, Time: at(12), Skipped: 3}, true, 0},
+		{"a series and events dropped", eventCursor{seq: 7, time: at(11)}, etcd.Event{Seq: 11, Time: at(12), Skipped: 1}, true, 2},
+		{"restarted member, its first events a series", eventCursor{seq: 70, time: at(11)}, etcd.Event{Seq: 4, Time: at(20), Skipped: 3}, true, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

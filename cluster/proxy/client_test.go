@@ -24,7 +24,7 @@ import (
 // proxy publishes (each sync, switch or error).
 func waitFor(t *testing.T, p *Proxy, what string, cond func() bool) {
 	t.Helper()
-	_, events, cancel := p.hub.subscribe(^uint64(0))
+	_, events, cancel := p.hub.Subscribe(^uint64(0))
 	defer cancel()
 	deadline := time.After(waitTimeout)
 	for !cond() {

@@ -2,13 +2,12 @@ package proxy
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 	"time"
 
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 	"github.com/klab-dev/klab/cluster/internal/eventstream"
 )
 
@@ -113,7 +112,7 @@ func (p *Proxy) debugMux() *http.ServeMux {
 		_, _ = w.Write([]byte("ok"))
 	})
 	mux.HandleFunc("GET /debug/klab/status", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, p.Status())
+		componentbase.WriteJSON(w, http.StatusOK, p.Status())
 	})
 	mux.HandleFunc("GET /debug/klab/rules", func(w http.ResponseWriter, r *http.Request) {
 		var buf bytes.Buffer
@@ -124,52 +123,10 @@ func (p *Proxy) debugMux() *http.ServeMux {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write(buf.Bytes())
 	})
-	mux.HandleFunc("GET /debug/klab/events", p.serveEvents)
+	// Syncs, mode switches and errors, each news: written at once, or
+	// within 50 ms with ?quiet=.
+	mux.HandleFunc("GET /debug/klab/events", func(w http.ResponseWriter, r *http.Request) {
+		eventstream.Serve(w, r, p.hub, eventstream.Options[Event]{Status: func() any { return p.Status() }, Done: p.ctx.Done()})
+	})
 	return mux
-}
-
-// serveEvents streams the proxy's events as newline-delimited JSON, one
-// flushed line per event (or per 50 ms with ?quiet=, as eventstream
-// says). ?since=N replays the retained events after sequence number N
-// first (all retained ones for 0).
-func (p *Proxy) serveEvents(w http.ResponseWriter, r *http.Request) {
-	since, _ := strconv.ParseUint(r.URL.Query().Get("since"), 10, 64)
-	stream, err := eventstream.Start(w, r, 0)
-	if err != nil {
-		return
-	}
-	defer stream.Close()
-	past, events, cancel := p.hub.subscribe(since)
-	defer cancel()
-	for _, e := range past {
-		if stream.Send(e, true) != nil {
-			return
-		}
-	}
-	if stream.Flush() != nil {
-		return
-	}
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-p.ctx.Done():
-			return
-		case e := <-events:
-			if stream.Send(e, true) != nil {
-				return
-			}
-		case <-stream.Due():
-			if stream.Flush() != nil {
-				return
-			}
-		}
-	}
-}
-
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
 }

@@ -1,11 +1,7 @@
 package proxy
 
 import (
-	"context"
-
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/client-go/tools/events"
 )
 
 // Reasons of the Events kube-proxy writes about its Node. Starting is
@@ -38,22 +34,4 @@ func truncateNote(s string) string {
 		return s
 	}
 	return s[:noteLengthLimit-3] + "..."
-}
-
-// instanceSink writes events with this proxy's reporting instance.
-// client-go names the instance after the process's host name, which every
-// kube-proxy of a local lab shares; upstream's, one per node, differ.
-type instanceSink struct {
-	events.EventSink
-	instance string
-}
-
-func (s *instanceSink) Create(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
-	e.ReportingInstance = s.instance
-	return s.EventSink.Create(ctx, e)
-}
-
-func (s *instanceSink) Update(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
-	e.ReportingInstance = s.instance
-	return s.EventSink.Update(ctx, e)
 }

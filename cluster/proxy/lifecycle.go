@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"time"
 
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 )
 
 // shutdownGrace bounds how long Stop lets debug requests in flight finish.
@@ -20,20 +20,11 @@ const shutdownGrace = 2 * time.Second
 // started proxy already forwards. ctx bounds the start only, as for the
 // other components: the proxy runs until Stop or Kill.
 func (p *Proxy) Start(ctx context.Context) error {
-	p.mu.Lock()
-	switch {
-	case p.started:
-		p.mu.Unlock()
-		return fmt.Errorf("start kube-proxy %s: already started", p.cfg.NodeName)
-	case p.stopping:
-		p.mu.Unlock()
-		return fmt.Errorf("start kube-proxy %s: already stopped", p.cfg.NodeName)
+	if err := p.life.Begin(); err != nil {
+		return fmt.Errorf("start kube-proxy %s: %w", p.cfg.NodeName, err)
 	}
-	p.started = true
-	p.mu.Unlock()
-
 	if err := p.start(ctx); err != nil {
-		p.stop(false)
+		p.life.Kill()
 		return fmt.Errorf("start kube-proxy %s: %w", p.cfg.NodeName, err)
 	}
 	p.log.Info("started", "listen", p.Addr(), "mode", p.current().mode.Name())
@@ -46,21 +37,21 @@ func (p *Proxy) start(ctx context.Context) error {
 	defer cancel()
 	defer context.AfterFunc(p.ctx, cancel)()
 
-	var lc net.ListenConfig
-	ln, err := lc.Listen(startCtx, "tcp", p.cfg.Listen)
+	server, err := componentbase.Listen(startCtx, componentbase.ServerConfig{
+		Addr: p.cfg.Listen, Handler: p, BaseContext: p.ctx, Logger: p.log,
+	})
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	server := &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return p.ctx }}
 	p.mu.Lock()
-	p.listener, p.server = ln, server
+	p.server = server
 	p.mu.Unlock()
-	if !p.spawn(func() {
-		if err := server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			p.fail(fmt.Errorf("kube-proxy %s: HTTP server: %w", p.cfg.NodeName, err))
-		}
+	if !p.life.Go(func() {
+		server.Serve(func(err error) {
+			p.log.Error("stopping", "err", err)
+			p.life.Fail(fmt.Errorf("kube-proxy %s: HTTP server: %w", p.cfg.NodeName, err))
+		})
 	}) {
-		ln.Close()
 		return errors.New("stopped while starting")
 	}
 
@@ -80,7 +71,7 @@ func (p *Proxy) start(ctx context.Context) error {
 	p.healthy.Store(true)
 	p.recorder.Eventf(p.nodeRef, nil, eventTypeNormal, ReasonStarting, actionStart, "")
 
-	if !p.spawn(func() { p.runner.Loop(p.ctx.Done()) }) || !p.spawn(p.configLoop) {
+	if !p.life.Go(func() { p.runner.Loop(p.ctx.Done()) }) || !p.life.Go(p.configLoop) {
 		return errors.New("stopped while starting")
 	}
 	return nil
@@ -89,99 +80,39 @@ func (p *Proxy) start(ctx context.Context) error {
 // Stop stops the proxy: the listeners close, open connections through it
 // are cut, the informers and the event recorder stop, and Done closes. The
 // rules of the active mode stay, as a real kube-proxy leaves them when it
-// exits.
-func (p *Proxy) Stop() error {
-	p.clearErr()
-	p.stop(true)
-	return nil
-}
+// exits. It returns Err.
+func (p *Proxy) Stop() error { return p.life.Stop() }
 
 // Kill stops the proxy at once, as kill -9 would; for a user-space data
 // path that is what Stop does too, without waiting for debug requests.
-func (p *Proxy) Kill() {
-	p.clearErr()
-	p.stop(false)
-}
+func (p *Proxy) Kill() { p.life.Kill() }
 
 // Done is closed once the proxy has stopped, for whatever reason.
-func (p *Proxy) Done() <-chan struct{} { return p.done }
+func (p *Proxy) Done() <-chan struct{} { return p.life.Done() }
 
-// Err returns why the proxy stopped by itself (its HTTP server failed, or
-// the context given to Start ended); nil while it runs and after Stop or
-// Kill.
-func (p *Proxy) Err() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.err
-}
+// Err returns why the proxy stopped by itself (its HTTP server failed);
+// nil while it runs and after Stop or Kill.
+func (p *Proxy) Err() error { return p.life.Err() }
 
-// clearErr forgets a failure when the owner stops the proxy first.
-func (p *Proxy) clearErr() {
+// shutdown stops everything, gracefully or not (its Lifecycle runs it
+// once).
+func (p *Proxy) shutdown(graceful bool) {
 	p.mu.Lock()
-	if !p.stopping {
-		p.err = nil
-	}
+	server := p.server
 	p.mu.Unlock()
-}
-
-// spawn runs fn on a goroutine Stop waits for, unless the proxy is
-// stopping.
-func (p *Proxy) spawn(fn func()) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.stopping {
-		return false
+	p.healthy.Store(false)
+	// Cancelling ends the loops, the event streams, the informers and
+	// every dial in flight.
+	p.cancel()
+	if server != nil {
+		server.Shutdown(graceful, shutdownGrace)
 	}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		fn()
-	}()
-	return true
-}
-
-// fail stops the proxy because it cannot go on, keeping err for Err.
-func (p *Proxy) fail(err error) {
-	p.mu.Lock()
-	if p.stopping {
-		p.mu.Unlock()
-		return
-	}
-	p.err = err
-	p.mu.Unlock()
-	p.log.Error("stopping", "err", err)
-	// fail runs on one of the goroutines stop waits for.
-	go p.stop(false)
-}
-
-// stop shuts everything down once; later calls wait for the first.
-func (p *Proxy) stop(graceful bool) {
-	p.shutdown.Do(func() {
-		p.mu.Lock()
-		p.stopping = true
-		server := p.server
-		p.mu.Unlock()
-		defer close(p.done)
-		p.healthy.Store(false)
-		// Cancelling ends the loops, the event streams, the informers
-		// and every dial in flight.
-		p.cancel()
-		if server != nil {
-			if graceful {
-				ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-				_ = server.Shutdown(ctx)
-				cancel()
-			}
-			_ = server.Close()
-		}
-		p.nodePorts.closeAll()
-		p.conns.closeAll()
-		p.wg.Wait()
-		p.conns.wait()
-		p.broadcaster.Shutdown()
-		p.informerFactory.Shutdown()
-		p.configInformerFactory.Shutdown()
-		p.log.Info("stopped", "graceful", graceful)
-	})
-	<-p.done
+	p.nodePorts.closeAll()
+	p.conns.closeAll()
+	p.life.Wait()
+	p.conns.wait()
+	p.broadcaster.Shutdown()
+	p.informerFactory.Shutdown()
+	p.configInformerFactory.Shutdown()
+	p.log.Info("stopped", "graceful", graceful)
 }

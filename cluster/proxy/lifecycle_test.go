@@ -204,7 +204,7 @@ func TestNodePortInUse(t *testing.T) {
 	l.setMode(proxier.ModeIPVS, "")
 	p := l.startProxy(node)
 	waitFor(t, p, "the NodePort error", func() bool { return p.Status().NodePortErrors[port] != "" })
-	past, _, cancel := p.hub.subscribe(0)
+	past, _, cancel := p.hub.Subscribe(0)
 	cancel()
 	if !slices.ContainsFunc(past, func(e Event) bool { return e.Kind == EventNodePortError && e.NodePort == port }) {
 		t.Errorf("no nodeport-error event for %d: %+v", port, past)

@@ -132,7 +132,7 @@ func (p *Proxy) switchMode(from, to settings) error {
 
 	msg := modeChangedMessage(from, to, result.Rules)
 	p.log.Info("proxy mode changed", "from", from.mode, "to", to.mode, "ipvsScheduler", to.ipvsScheduler, "rules", result.Rules)
-	p.hub.publish(Event{
+	p.hub.Publish(Event{
 		Kind: EventModeChanged, Mode: to.mode, From: from.mode, To: to.mode,
 		Duration: result.Duration, Rules: result.Rules, Message: msg,
 	})
@@ -168,7 +168,7 @@ func (p *Proxy) reportConfigError(err error) {
 	}
 	mode := p.current().mode.Name()
 	p.log.Warn("invalid kube-proxy configuration; keeping the running mode", "err", err, "mode", mode)
-	p.hub.publish(Event{Kind: EventConfigError, Mode: mode, Message: msg})
+	p.hub.Publish(Event{Kind: EventConfigError, Mode: mode, Message: msg})
 	p.recorder.Eventf(p.nodeRef, nil, eventTypeWarning, ReasonInvalidConfiguration, actionLoadConfiguration,
 		"%s", truncateNote(fmt.Sprintf("%s; kube-proxy keeps running in %s mode", msg, mode)))
 }

@@ -63,7 +63,7 @@ func (n *nodePortListeners) reconcile(rt *routeTable) {
 			if n.errs[port] != msg {
 				n.errs[port] = msg
 				n.p.log.Warn("cannot open NodePort", "port", port, "err", err)
-				n.p.hub.publish(Event{
+				n.p.hub.Publish(Event{
 					Kind: EventNodePortError, Mode: n.p.current().mode.Name(), NodePort: port,
 					Message: fmt.Sprintf("NodePort %d of %s: %v", port, rt.byNodePort[port], err),
 				})
@@ -72,7 +72,7 @@ func (n *nodePortListeners) reconcile(rt *routeTable) {
 		}
 		delete(n.errs, port)
 		n.open[port] = ln
-		if !n.p.spawn(func() { n.p.acceptNodePort(port, ln) }) {
+		if !n.p.life.Go(func() { n.p.acceptNodePort(port, ln) }) {
 			ln.Close()
 			delete(n.open, port)
 		}

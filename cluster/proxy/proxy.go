@@ -27,6 +27,9 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
+	"github.com/klab-dev/klab/cluster/internal/componentbase/apiclient"
+	"github.com/klab-dev/klab/cluster/internal/eventstream"
 	"github.com/klab-dev/klab/cluster/proxy/internal/async"
 	"github.com/klab-dev/klab/cluster/proxy/proxier"
 	"github.com/klab-dev/klab/cluster/timing"
@@ -51,12 +54,9 @@ const burstSyncs = 2
 // defaultListen is used when Config.Listen is empty.
 const defaultListen = "127.0.0.1:0"
 
-// Client defaults: client-go's 5 QPS would throttle Events during a burst
-// of changes.
-const (
-	defaultQPS   = 50
-	defaultBurst = 100
-)
+// clientDefaults are upstream's user agent, with QPS and Burst that
+// client-go's 5 would throttle Events during a burst of changes.
+var clientDefaults = apiclient.Defaults{UserAgent: ComponentName, QPS: 50, Burst: 100}
 
 // Config configures a kube-proxy.
 type Config struct {
@@ -106,7 +106,7 @@ type Proxy struct {
 
 	broadcaster events.EventBroadcaster
 	recorder    events.EventRecorder
-	hub         *eventHub
+	hub         *eventstream.Hub[Event]
 
 	runner        *async.BoundedFrequencyRunner
 	configChanged chan struct{}
@@ -132,17 +132,11 @@ type Proxy struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mux      http.Handler // the debug endpoints
-	listener net.Listener
-	server   *http.Server
+	mux  http.Handler // the debug endpoints
+	life *componentbase.Lifecycle
 
-	mu       sync.Mutex
-	started  bool
-	stopping bool
-	err      error
-	wg       sync.WaitGroup // the proxy's own goroutines
-	done     chan struct{}
-	shutdown sync.Once
+	mu     sync.Mutex
+	server *componentbase.Server
 }
 
 // generation is one instance of a mode with the settings it was built
@@ -198,38 +192,24 @@ func New(cfg Config) (*Proxy, error) {
 		var d net.Dialer
 		cfg.Dial = d.DialContext
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	restCfg := rest.CopyConfig(cfg.REST)
-	if restCfg.QPS == 0 {
-		restCfg.QPS = defaultQPS
-	}
-	if restCfg.Burst == 0 {
-		restCfg.Burst = defaultBurst
-	}
-	if restCfg.UserAgent == "" {
-		restCfg.UserAgent = ComponentName
-	}
-	client, err := kubernetes.NewForConfig(restCfg)
+	client, err := kubernetes.NewForConfig(apiclient.Config(cfg.REST, clientDefaults))
 	if err != nil {
 		return nil, fmt.Errorf("new kube-proxy %s: %w", cfg.NodeName, err)
 	}
 
 	p := &Proxy{
 		cfg:          cfg,
-		log:          log.With("component", ComponentName, "node", cfg.NodeName),
+		log:          componentbase.Logger(cfg.Logger).With("component", ComponentName, "node", cfg.NodeName),
 		client:       client,
 		nodePortAddr: nodePortAddr,
 		// Upstream's node reference: the Node's UID is its name.
 		nodeRef:       &corev1.ObjectReference{Kind: "Node", Name: cfg.NodeName, UID: types.UID(cfg.NodeName)},
-		hub:           newEventHub(),
+		hub:           eventstream.NewHub(eventRingSize, (*Event).Stamp),
 		configChanged: make(chan struct{}, 1),
 		conns:         newConnSet(),
-		done:          make(chan struct{}),
 		state:         syncState{configSource: configSourceDefault},
 	}
+	p.life = componentbase.NewLifecycle(p.shutdown)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.nodePorts = newNodePortListeners(p)
 	p.mux = p.debugMux()
@@ -283,10 +263,7 @@ func New(cfg Config) (*Proxy, error) {
 
 	// Events go through the events.k8s.io/v1 API with the Node as their
 	// subject, as upstream's kube-proxy writes them.
-	p.broadcaster = events.NewBroadcaster(&instanceSink{
-		EventSink: &events.EventSinkImpl{Interface: client.EventsV1()},
-		instance:  ComponentName + "-" + cfg.NodeName,
-	})
+	p.broadcaster = apiclient.NewEventBroadcaster(client.EventsV1(), ComponentName+"-"+cfg.NodeName)
 	p.recorder = p.broadcaster.NewRecorder(scheme.Scheme, ComponentName)
 
 	defaults := defaultSettings()
@@ -310,10 +287,10 @@ func (p *Proxy) signalConfig() {
 func (p *Proxy) Addr() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.listener == nil {
+	if p.server == nil {
 		return ""
 	}
-	return p.listener.Addr().String()
+	return p.server.Addr()
 }
 
 // Ensure the proxy satisfies the HTTP handler contract its server uses.

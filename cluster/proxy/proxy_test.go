@@ -169,7 +169,7 @@ func TestModeSwitchUnderTraffic(t *testing.T) {
 		t.Fatalf("iptables rules (err %v) lack KUBE-SERVICES:\n%s", err, rules.String())
 	}
 	oldMode := p.current().mode
-	past, _, cancel := p.hub.subscribe(0)
+	past, _, cancel := p.hub.Subscribe(0)
 	cancel()
 	since := past[len(past)-1].Seq
 
@@ -216,7 +216,7 @@ func TestModeSwitchUnderTraffic(t *testing.T) {
 		t.Errorf("the old iptables mode still holds rules (err %v):\n%s", err, rules.String())
 	}
 
-	past, _, cancel = p.hub.subscribe(since)
+	past, _, cancel = p.hub.Subscribe(since)
 	cancel()
 	i := slices.IndexFunc(past, func(e Event) bool { return e.Kind == EventModeChanged })
 	if i < 0 {

@@ -1,8 +1,9 @@
 package proxy
 
 import (
-	"sync"
 	"time"
+
+	"github.com/klab-dev/klab/cluster/internal/eventstream"
 )
 
 // Kinds of events on /debug/klab/events.
@@ -21,8 +22,7 @@ const (
 
 // Event is one thing the proxy did, as the event stream carries it.
 type Event struct {
-	Seq      uint64        `json:"seq"`
-	Time     time.Time     `json:"time"`
+	eventstream.Header
 	Kind     string        `json:"kind"`
 	Mode     string        `json:"mode,omitempty"`
 	From     string        `json:"from,omitempty"`
@@ -35,63 +35,3 @@ type Event struct {
 
 // eventRingSize is how many events a new subscriber can replay.
 const eventRingSize = 256
-
-// eventHub keeps the latest events and fans them out to subscribers. A
-// subscriber that cannot keep up loses events (a gap in Seq tells it)
-// rather than holding up a sync.
-type eventHub struct {
-	mu   sync.Mutex
-	seq  uint64
-	ring []Event // the last len(ring) events, oldest at next once full
-	next int
-	full bool
-	subs map[chan Event]struct{}
-}
-
-func newEventHub() *eventHub {
-	return &eventHub{ring: make([]Event, eventRingSize), subs: make(map[chan Event]struct{})}
-}
-
-func (h *eventHub) publish(e Event) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.seq++
-	e.Seq = h.seq
-	if e.Time.IsZero() {
-		e.Time = time.Now()
-	}
-	h.ring[h.next] = e
-	h.next = (h.next + 1) % len(h.ring)
-	if h.next == 0 {
-		h.full = true
-	}
-	for c := range h.subs {
-		select {
-		case c <- e:
-		default:
-		}
-	}
-}
-
-// subscribe returns the retained events after seq, oldest first, and a
-// channel of the ones that follow; cancel must be called when done.
-func (h *eventHub) subscribe(since uint64) (past []Event, c <-chan Event, cancel func()) {
-	ch := make(chan Event, 1024)
-	h.mu.Lock()
-	n, start := h.next, 0
-	if h.full {
-		n, start = len(h.ring), h.next
-	}
-	for i := range n {
-		if e := h.ring[(start+i)%len(h.ring)]; e.Seq > since {
-			past = append(past, e)
-		}
-	}
-	h.subs[ch] = struct{}{}
-	h.mu.Unlock()
-	return past, ch, func() {
-		h.mu.Lock()
-		delete(h.subs, ch)
-		h.mu.Unlock()
-	}
-}

@@ -70,7 +70,7 @@ func (p *Proxy) afterSync(g *generation, snap *proxier.Snapshot, result proxier.
 	p.state.endpoints = endpoints
 	p.state.snapshot = snap
 	p.statusMu.Unlock()
-	p.hub.publish(Event{Kind: EventSync, Mode: g.mode.Name(), Duration: result.Duration, Rules: result.Rules})
+	p.hub.Publish(Event{Kind: EventSync, Mode: g.mode.Name(), Duration: result.Duration, Rules: result.Rules})
 }
 
 // routeTable maps the addresses the data path accepts to service ports:

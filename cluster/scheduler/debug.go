@@ -1,11 +1,10 @@
 package scheduler
 
 import (
-	"encoding/json"
 	"net/http"
-	"strconv"
 	"time"
 
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 	"github.com/klab-dev/klab/cluster/internal/eventstream"
 )
 
@@ -66,58 +65,16 @@ func (s *Scheduler) debugMux() *http.ServeMux {
 		_, _ = w.Write([]byte("ok"))
 	})
 	mux.HandleFunc("GET /debug/klab/status", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, s.Status())
+		componentbase.WriteJSON(w, http.StatusOK, s.Status())
 	})
 	mux.HandleFunc("GET /debug/klab/decisions", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		writeJSON(w, s.Decisions(q.Get("namespace"), q.Get("name")))
+		componentbase.WriteJSON(w, http.StatusOK, s.Decisions(q.Get("namespace"), q.Get("name")))
 	})
-	mux.HandleFunc("GET /debug/klab/events", s.serveEvents)
+	// Decisions, bindings and leader changes, each news: written at once,
+	// or within 50 ms with ?quiet=.
+	mux.HandleFunc("GET /debug/klab/events", func(w http.ResponseWriter, r *http.Request) {
+		eventstream.Serve(w, r, s.hub, eventstream.Options[Event]{Status: func() any { return s.Status() }, Done: s.ctx.Done()})
+	})
 	return mux
-}
-
-// serveEvents streams decisions, bindings and leader changes as
-// newline-delimited JSON, one flushed line per event (or per 50 ms with
-// ?quiet=, as eventstream says). ?since=N replays the retained events
-// after sequence number N first (all retained ones for 0).
-func (s *Scheduler) serveEvents(w http.ResponseWriter, r *http.Request) {
-	since, _ := strconv.ParseUint(r.URL.Query().Get("since"), 10, 64)
-	stream, err := eventstream.Start(w, r, 0)
-	if err != nil {
-		return
-	}
-	defer stream.Close()
-	past, events, cancel := s.hub.subscribe(since)
-	defer cancel()
-	for _, e := range past {
-		if stream.Send(e, true) != nil {
-			return
-		}
-	}
-	if stream.Flush() != nil {
-		return
-	}
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-s.ctx.Done():
-			return
-		case e := <-events:
-			if stream.Send(e, true) != nil {
-				return
-			}
-		case <-stream.Due():
-			if stream.Flush() != nil {
-				return
-			}
-		}
-	}
-}
-
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
 }

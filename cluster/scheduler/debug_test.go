@@ -36,32 +36,6 @@ func TestDecisionRingKeepsTheLatest(t *testing.T) {
 	}
 }
 
-func TestEventHubReplayAndFanOut(t *testing.T) {
-	h := newEventHub()
-	for i := range eventRingSize + 10 {
-		h.publish(Event{Kind: EventBind, Pod: fmt.Sprint(i)})
-	}
-	past, live, cancel := h.subscribe(uint64(eventRingSize + 5))
-	defer cancel()
-	if len(past) != 5 || past[0].Seq != eventRingSize+6 {
-		t.Fatalf("replayed %d events starting at %d, want 5 from %d", len(past), past[0].Seq, eventRingSize+6)
-	}
-	all, _, cancelAll := h.subscribe(0)
-	cancelAll()
-	if len(all) != eventRingSize || all[0].Seq != 11 {
-		t.Fatalf("replay of everything kept %d events from %d, want %d from 11", len(all), all[0].Seq, eventRingSize)
-	}
-	h.publish(Event{Kind: EventLeader, Holder: "master-2"})
-	select {
-	case e := <-live:
-		if e.Kind != EventLeader || e.Seq != eventRingSize+11 {
-			t.Errorf("live event %+v", e)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no live event")
-	}
-}
-
 func TestPercentile(t *testing.T) {
 	var st stats
 	for i := 1; i <= 100; i++ {

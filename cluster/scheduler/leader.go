@@ -140,7 +140,8 @@ func (s *Scheduler) runLeaderElection() {
 	defer close(le.done)
 	le.elector.Run(le.ctx)
 	if le.ctx.Err() == nil {
-		s.fail(errLeaderElectionLost)
+		s.log.Error("stopping", "err", errLeaderElectionLost)
+		s.life.Fail(errLeaderElectionLost)
 	}
 }
 
@@ -158,7 +159,7 @@ func (s *Scheduler) setLeading(leading bool) {
 	} else {
 		s.log.Info("stopped leading")
 	}
-	s.hub.publish(Event{Kind: EventLeader, Holder: holder, IsLeader: leading})
+	s.hub.Publish(Event{Kind: EventLeader, Holder: holder, IsLeader: leading})
 }
 
 func (s *Scheduler) observeLeader(identity string) {
@@ -168,7 +169,7 @@ func (s *Scheduler) observeLeader(identity string) {
 	leading := le.isLeader
 	le.mu.Unlock()
 	s.log.Info("new leader observed", "holder", identity)
-	s.hub.publish(Event{Kind: EventLeader, Holder: identity, IsLeader: leading && identity == s.identity})
+	s.hub.Publish(Event{Kind: EventLeader, Holder: identity, IsLeader: leading && identity == s.identity})
 }
 
 // leader reports whether this scheduler leads and who holds the lease.

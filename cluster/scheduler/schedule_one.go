@@ -18,33 +18,33 @@ import (
 // leader's) ends or the scheduler stops. It first waits for the informers
 // to fill the cache, as upstream does before its first cycle.
 func (s *Scheduler) runScheduling(leaderCtx context.Context) {
+	// The shutdown reads schedCancel under mu once the scheduler is
+	// stopping: either it finds this loop's, or the loop never starts.
 	s.mu.Lock()
-	if s.stopping {
+	if s.life.Stopping() {
 		s.mu.Unlock()
 		return
 	}
 	ctx, cancel := context.WithCancel(leaderCtx)
 	s.schedCancel = cancel
-	s.wg.Add(1)
 	s.schedWG.Add(1)
 	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
+	loop := func() {
 		defer s.schedWG.Done()
 		defer cancel()
 		if !s.waitForCacheSync(ctx) {
 			return
 		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.queue.Run(ctx)
-		}()
+		s.life.Go(func() { s.queue.Run(ctx) })
 		s.log.Info("scheduling")
 		for ctx.Err() == nil {
 			s.scheduleOne(ctx)
 		}
-	}()
+	}
+	if !s.life.Go(loop) {
+		cancel()
+		s.schedWG.Done()
+	}
 }
 
 // pluginInformerGrace is how long the first cycle waits for the informers
@@ -142,7 +142,7 @@ func (s *Scheduler) record(d *Decision) {
 		s.stats.count(d.Result)
 	}
 	published := *d
-	s.hub.publish(Event{Kind: EventDecision, Decision: &published, Time: d.Time})
+	s.hub.Publish(Event{Kind: EventDecision, Decision: &published, Time: d.Time})
 	s.log.Debug("scheduling attempt", "pod", d.Pod(), "result", d.Result, "node", d.Node, "message", d.Message, "cycle", d.Cycle)
 }
 
@@ -184,7 +184,7 @@ func (s *Scheduler) bindingCycle(pInfo *queue.QueuedPodInfo, podSchedulingCycle 
 	err := s.client.CoreV1().Pods(assumed.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
 	if err == nil {
 		s.stats.count(ResultScheduled)
-		s.hub.publish(Event{Kind: EventBind, Pod: d.Pod(), Node: d.Node})
+		s.hub.Publish(Event{Kind: EventBind, Pod: d.Pod(), Node: d.Node})
 		if !s.isKilled() {
 			s.recorder.Eventf(assumed, nil, v1.EventTypeNormal, "Scheduled", "Binding", "Successfully assigned %v/%v to %v", assumed.Namespace, assumed.Name, d.Node)
 		}
@@ -202,7 +202,7 @@ func (s *Scheduler) bindingCycle(pInfo *queue.QueuedPodInfo, podSchedulingCycle 
 	msg := fmt.Sprintf("running Bind plugin %q: %v", "DefaultBinder", err)
 	s.decisions.setBindError(d, msg)
 	s.stats.count(ResultError)
-	s.hub.publish(Event{Kind: EventBind, Pod: d.Pod(), Node: d.Node, Error: msg})
+	s.hub.Publish(Event{Kind: EventBind, Pod: d.Pod(), Node: d.Node, Error: msg})
 	s.log.Info("failed to bind pod", "pod", d.Pod(), "node", d.Node, "err", err)
 	if s.isKilled() {
 		return

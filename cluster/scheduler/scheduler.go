@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net"
-	"net/http"
 	"os"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -25,6 +22,9 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
+	"github.com/klab-dev/klab/cluster/internal/componentbase/apiclient"
+	"github.com/klab-dev/klab/cluster/internal/eventstream"
 	"github.com/klab-dev/klab/cluster/scheduler/framework"
 	frameworkruntime "github.com/klab-dev/klab/cluster/scheduler/framework/runtime"
 	"github.com/klab-dev/klab/cluster/scheduler/internal/cache"
@@ -42,12 +42,9 @@ const (
 	LeaseName      = "kube-scheduler"
 )
 
-// Client defaults for throughput: client-go's 5 QPS would throttle the
-// binding of every pod.
-const (
-	defaultQPS   = 1000
-	defaultBurst = 2000
-)
+// clientDefaults are upstream's user agent, with QPS and Burst for
+// throughput: client-go's 5 QPS would throttle the binding of every pod.
+var clientDefaults = apiclient.Defaults{UserAgent: "kube-scheduler", QPS: 1000, Burst: 2000}
 
 // Config configures a scheduler.
 type Config struct {
@@ -98,7 +95,7 @@ type Scheduler struct {
 	leaderElection    *leaderElection
 
 	decisions *decisionRing
-	hub       *eventHub
+	hub       *eventstream.Hub[Event]
 	stats     stats
 
 	// ctx lives as long as the component; bindCtx as long as bindings may
@@ -108,20 +105,14 @@ type Scheduler struct {
 	bindCtx    context.Context
 	bindCancel context.CancelFunc
 
-	listener net.Listener
-	server   *http.Server
+	server *componentbase.Server
+	life   *componentbase.Lifecycle
 
 	mu          sync.Mutex
-	started     bool
-	stopping    bool
 	killed      bool
 	schedCancel context.CancelFunc
-	err         error
-	wg          sync.WaitGroup // every goroutine the scheduler starts
 	schedWG     sync.WaitGroup // the scheduling loop
 	bindWG      sync.WaitGroup // bindings in flight
-	done        chan struct{}
-	shutdown    sync.Once
 }
 
 // New builds a scheduler: its clients, informers, cache, queue and the
@@ -140,20 +131,7 @@ func New(cfg Config) (*Scheduler, error) {
 		}
 		cfg.Identity = host
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	restCfg := rest.CopyConfig(cfg.REST)
-	if restCfg.QPS == 0 {
-		restCfg.QPS = defaultQPS
-	}
-	if restCfg.Burst == 0 {
-		restCfg.Burst = defaultBurst
-	}
-	if restCfg.UserAgent == "" {
-		restCfg.UserAgent = "kube-scheduler"
-	}
+	restCfg := apiclient.Config(cfg.REST, clientDefaults)
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return nil, fmt.Errorf("new scheduler: %w", err)
@@ -162,14 +140,14 @@ func New(cfg Config) (*Scheduler, error) {
 	s := &Scheduler{
 		cfg:       cfg,
 		identity:  cfg.Identity,
-		log:       log.With("component", "kube-scheduler", "identity", cfg.Identity),
+		log:       componentbase.Logger(cfg.Logger).With("component", "kube-scheduler", "identity", cfg.Identity),
 		client:    client,
 		cache:     cache.New(),
 		snapshot:  cache.NewEmptySnapshot(),
 		decisions: newDecisionRing(cfg.DecisionHistory),
 		hub:       newEventHub(),
-		done:      make(chan struct{}),
 	}
+	s.life = componentbase.NewLifecycle(s.shutdown)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.bindCtx, s.bindCancel = context.WithCancel(context.Background())
 	s.queue = queue.New(queue.Timings{
@@ -193,10 +171,7 @@ func New(cfg Config) (*Scheduler, error) {
 
 	// Scheduling events go through the events.k8s.io/v1 API, as upstream's
 	// recorder does when the API server serves it (klab's does).
-	s.broadcaster = events.NewBroadcaster(&instanceSink{
-		EventSink: &events.EventSinkImpl{Interface: client.EventsV1()},
-		instance:  SchedulerName + "-" + cfg.Identity,
-	})
+	s.broadcaster = apiclient.NewEventBroadcaster(client.EventsV1(), SchedulerName+"-"+cfg.Identity)
 	s.recorder = s.broadcaster.NewRecorder(scheme.Scheme, SchedulerName)
 
 	if err := s.addAllEventHandlers(); err != nil {
@@ -221,24 +196,6 @@ func newPodInformer(cs kubernetes.Interface, resync time.Duration) toolscache.Sh
 	return coreinformers.NewFilteredPodInformer(cs, metav1.NamespaceAll, resync,
 		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc},
 		func(o *metav1.ListOptions) { o.FieldSelector = selector })
-}
-
-// instanceSink writes events with this scheduler's reporting instance.
-// client-go names the instance after the process's host name, which every
-// scheduler of a local lab shares; upstream's, one per master, differ.
-type instanceSink struct {
-	events.EventSink
-	instance string
-}
-
-func (s *instanceSink) Create(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
-	e.ReportingInstance = s.instance
-	return s.EventSink.Create(ctx, e)
-}
-
-func (s *instanceSink) Update(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
-	e.ReportingInstance = s.instance
-	return s.EventSink.Update(ctx, e)
 }
 
 // handle is what plugins get from the framework.

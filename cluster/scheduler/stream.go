@@ -1,8 +1,9 @@
 package scheduler
 
 import (
-	"sync"
 	"time"
+
+	"github.com/klab-dev/klab/cluster/internal/eventstream"
 )
 
 // Kinds of events on /debug/klab/events.
@@ -17,6 +18,8 @@ const (
 )
 
 // Event is one thing the scheduler did, as the event stream carries it.
+// Readers outside cluster/ build events by hand, so it keeps Seq and Time
+// itself rather than embedding eventstream.Header, which they cannot name.
 type Event struct {
 	Seq      uint64    `json:"seq"`
 	Time     time.Time `json:"time"`
@@ -32,62 +35,13 @@ type Event struct {
 // eventRingSize is how many events a new subscriber can replay.
 const eventRingSize = 256
 
-// eventHub keeps the latest events and fans them out to subscribers. A
-// subscriber that cannot keep up loses events (a gap in Seq tells it)
-// rather than slowing scheduling down.
-type eventHub struct {
-	mu   sync.Mutex
-	seq  uint64
-	ring []Event
-	next int
-	full bool
-	subs map[chan Event]struct{}
-}
-
-func newEventHub() *eventHub {
-	return &eventHub{ring: make([]Event, eventRingSize), subs: map[chan Event]struct{}{}}
-}
-
-func (h *eventHub) publish(e Event) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.seq++
-	e.Seq = h.seq
-	if e.Time.IsZero() {
-		e.Time = time.Now()
-	}
-	h.ring[h.next] = e
-	h.next = (h.next + 1) % len(h.ring)
-	if h.next == 0 {
-		h.full = true
-	}
-	for c := range h.subs {
-		select {
-		case c <- e:
-		default:
+// newEventHub returns the hub of the scheduler's events: numbered from 1,
+// and timed as they are published unless they carry a time.
+func newEventHub() *eventstream.Hub[Event] {
+	return eventstream.NewHub(eventRingSize, func(e *Event, seq uint64, now time.Time) {
+		e.Seq = seq
+		if e.Time.IsZero() {
+			e.Time = now
 		}
-	}
-}
-
-// subscribe returns the retained events after seq and a channel of the
-// ones that follow; cancel must be called when done.
-func (h *eventHub) subscribe(since uint64) (past []Event, c <-chan Event, cancel func()) {
-	ch := make(chan Event, 1024)
-	h.mu.Lock()
-	n, start := h.next, 0
-	if h.full {
-		n, start = len(h.ring), h.next
-	}
-	for i := 0; i < n; i++ {
-		if e := h.ring[(start+i)%len(h.ring)]; e.Seq > since {
-			past = append(past, e)
-		}
-	}
-	h.subs[ch] = struct{}{}
-	h.mu.Unlock()
-	return past, ch, func() {
-		h.mu.Lock()
-		delete(h.subs, ch)
-		h.mu.Unlock()
-	}
+	})
 }

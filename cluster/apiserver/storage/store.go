@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/klab-dev/klab/cluster/apiserver/registry"
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 )
 
 // Store reads and writes objects in etcd, and serves watches (and lists
@@ -55,10 +56,7 @@ func New(cli *clientv3.Client) *Store { return NewWithOptions(cli, Options{}) }
 
 // NewWithOptions returns a store using cli, tuned by opts.
 func NewWithOptions(cli *clientv3.Client, opts Options) *Store {
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger := componentbase.Logger(opts.Logger)
 	return &Store{cli: cli, opts: opts, logger: logger, progressRequestInterval: defaultProgressRequestInterval, cachers: map[string]*cacher{}}
 }
 

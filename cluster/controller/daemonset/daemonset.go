@@ -104,34 +104,27 @@ func newController(c controllerctx.Context) (*Controller, error) {
 	nodeInformer := c.Informers.Core().V1().Nodes()
 	recorder := c.Recorder(EventSource)
 	dsc := &Controller{
-		client:     c.Client,
-		podControl: controllerutil.PodControl{Client: c.Client, Recorder: recorder},
-		recorder:   recorder,
-		dsLister:   dsInformer.Lister(),
-		podLister:  podInformer.Lister(),
-		nodeLister: nodeInformer.Lister(),
-		synced:     []cache.InformerSynced{dsInformer.Informer().HasSynced, podInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name}),
+		client:            c.Client,
+		podControl:        controllerutil.PodControl{Client: c.Client, Recorder: recorder},
+		recorder:          recorder,
+		dsLister:          dsInformer.Lister(),
+		podLister:         podInformer.Lister(),
+		nodeLister:        nodeInformer.Lister(),
+		queue:             controllerutil.NewQueue[string](Name),
 		expectations:      controllerutil.NewControllerExpectations(c.Speed.Scale(controllerutil.ExpectationsTimeout)),
 		failedPodsBackoff: flowcontrol.NewBackOff(c.Speed.Scale(failedPodsBackoffInitial), c.Speed.Scale(failedPodsBackoffMax)),
 		burstReplicas:     controllerutil.BurstReplicas,
 		backoffGC:         c.Speed.Scale(backoffGCInterval),
 		logger:            c.Logger.With("controller", Name),
 	}
-	handlers := []struct {
-		informer cache.SharedIndexInformer
-		funcs    cache.ResourceEventHandlerFuncs
-	}{
-		{dsInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: dsc.addDaemonSet, UpdateFunc: dsc.updateDaemonSet, DeleteFunc: dsc.deleteDaemonSet}},
-		{podInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: dsc.addPod, UpdateFunc: dsc.updatePod, DeleteFunc: dsc.deletePod}},
-		{nodeInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: dsc.addNode, UpdateFunc: dsc.updateNode, DeleteFunc: dsc.deleteNode}},
-	}
-	for _, h := range handlers {
-		if _, err := h.informer.AddEventHandler(h.funcs); err != nil {
-			return nil, fmt.Errorf("register daemonset controller handlers: %w", err)
-		}
+	var err error
+	dsc.synced, err = controllerutil.AddEventHandlers(
+		controllerutil.EventHandler{Informer: dsInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: dsc.addDaemonSet, UpdateFunc: dsc.updateDaemonSet, DeleteFunc: dsc.deleteDaemonSet}},
+		controllerutil.EventHandler{Informer: podInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: dsc.addPod, UpdateFunc: dsc.updatePod, DeleteFunc: dsc.deletePod}},
+		controllerutil.EventHandler{Informer: nodeInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: dsc.addNode, UpdateFunc: dsc.updateNode, DeleteFunc: dsc.deleteNode}},
+	)
+	if err != nil {
+		return nil, fmt.Errorf("daemonset controller: %w", err)
 	}
 	return dsc, nil
 }
@@ -139,49 +132,21 @@ func newController(c controllerctx.Context) (*Controller, error) {
 // Name returns "daemonset".
 func (dsc *Controller) Name() string { return Name }
 
-// Run waits for the caches, then runs workers until ctx is done.
+// Run waits for the caches, then runs workers until ctx is done, and
+// drops stale failed-pod backoffs meanwhile. A DaemonSet whose sync fails
+// is retried with backoff for as long as it exists, as upstream's.
 func (dsc *Controller) Run(ctx context.Context, workers int) {
-	defer dsc.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), dsc.synced...) {
-		return
-	}
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wait.UntilWithContext(ctx, dsc.worker, time.Second)
-		}()
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		wait.Until(dsc.failedPodsBackoff.GC, dsc.backoffGC, ctx.Done())
-	}()
-	<-ctx.Done()
-	dsc.queue.ShutDown()
-	wg.Wait()
-}
-
-func (dsc *Controller) worker(ctx context.Context) {
-	for dsc.processNextWorkItem(ctx) {
-	}
-}
-
-// processNextWorkItem syncs one key. The queue never hands a key to two
-// workers at once; Done releases it. A key that synced is forgotten by
-// the rate limiter; one that failed comes back after a growing delay.
-func (dsc *Controller) processNextWorkItem(ctx context.Context) bool {
-	key, quit := dsc.queue.Get()
-	if quit {
-		return false
-	}
-	defer dsc.queue.Done(key)
-	if err := dsc.syncDaemonSet(ctx, key); err != nil {
-		dsc.logger.Info("sync failed, requeuing", "daemonSet", key, "err", err)
-		dsc.queue.AddRateLimited(key)
-		return true
-	}
-	dsc.queue.Forget(key)
-	return true
+	var gc sync.WaitGroup
+	gc.Go(func() { wait.Until(dsc.failedPodsBackoff.GC, dsc.backoffGC, ctx.Done()) })
+	defer gc.Wait()
+	controllerutil.Loop{
+		Logger: dsc.logger,
+		Synced: dsc.synced,
+		Queues: []controllerutil.Runnable{&controllerutil.Worker[string]{
+			Queue: dsc.queue, Sync: dsc.syncDaemonSet,
+			OnError: func(key string, err error, _ bool) {
+				dsc.logger.Info("sync failed, requeuing", "daemonSet", key, "err", err)
+			},
+		}},
+	}.Run(ctx, workers)
 }

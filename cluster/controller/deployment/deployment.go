@@ -19,11 +19,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -33,6 +30,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/klab-dev/klab/cluster/controller/controllerctx"
+	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
 )
 
 const (
@@ -82,25 +80,18 @@ func newController(c controllerctx.Context) (*Controller, error) {
 		dLister:   dInformer.Lister(),
 		rsLister:  rsInformer.Lister(),
 		podLister: podInformer.Lister(),
-		synced:    []cache.InformerSynced{dInformer.Informer().HasSynced, rsInformer.Informer().HasSynced, podInformer.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name}),
-		clock:  clock.RealClock{},
-		logger: c.Logger.With("controller", Name),
+		queue:     controllerutil.NewQueue[string](Name),
+		clock:     clock.RealClock{},
+		logger:    c.Logger.With("controller", Name),
 	}
-	handlers := []struct {
-		informer cache.SharedIndexInformer
-		funcs    cache.ResourceEventHandlerFuncs
-	}{
-		{dInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: dc.addDeployment, UpdateFunc: dc.updateDeployment, DeleteFunc: dc.deleteDeployment}},
-		{rsInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: dc.addReplicaSet, UpdateFunc: dc.updateReplicaSet, DeleteFunc: dc.deleteReplicaSet}},
-		{podInformer.Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: dc.deletePod}},
-	}
-	for _, h := range handlers {
-		if _, err := h.informer.AddEventHandler(h.funcs); err != nil {
-			return nil, fmt.Errorf("register deployment controller handlers: %w", err)
-		}
+	var err error
+	dc.synced, err = controllerutil.AddEventHandlers(
+		controllerutil.EventHandler{Informer: dInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: dc.addDeployment, UpdateFunc: dc.updateDeployment, DeleteFunc: dc.deleteDeployment}},
+		controllerutil.EventHandler{Informer: rsInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: dc.addReplicaSet, UpdateFunc: dc.updateReplicaSet, DeleteFunc: dc.deleteReplicaSet}},
+		controllerutil.EventHandler{Informer: podInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{DeleteFunc: dc.deletePod}},
+	)
+	if err != nil {
+		return nil, fmt.Errorf("deployment controller: %w", err)
 	}
 	return dc, nil
 }
@@ -108,50 +99,22 @@ func newController(c controllerctx.Context) (*Controller, error) {
 // Name returns "deployment".
 func (dc *Controller) Name() string { return Name }
 
-// Run waits for the caches, then runs workers until ctx is done.
+// Run waits for the caches, then runs workers until ctx is done. A
+// Deployment whose sync fails is retried with backoff up to maxRetries
+// times in a row, as upstream's, then waits for its next change.
 func (dc *Controller) Run(ctx context.Context, workers int) {
-	defer dc.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), dc.synced...) {
-		return
-	}
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wait.UntilWithContext(ctx, dc.worker, time.Second)
-		}()
-	}
-	<-ctx.Done()
-	dc.queue.ShutDown()
-	wg.Wait()
-}
-
-func (dc *Controller) worker(ctx context.Context) {
-	for dc.processNextWorkItem(ctx) {
-	}
-}
-
-// processNextWorkItem syncs one key. The queue never hands a key to two
-// workers at once; Done releases it. A key that synced is forgotten by
-// the rate limiter; one that failed comes back after a growing delay, up
-// to maxRetries times.
-func (dc *Controller) processNextWorkItem(ctx context.Context) bool {
-	key, quit := dc.queue.Get()
-	if quit {
-		return false
-	}
-	defer dc.queue.Done(key)
-	err := dc.syncDeployment(ctx, key)
-	switch {
-	case err == nil:
-		dc.queue.Forget(key)
-	case dc.queue.NumRequeues(key) < maxRetries:
-		dc.logger.Info("error syncing deployment, requeuing", "deployment", key, "err", err)
-		dc.queue.AddRateLimited(key)
-	default:
-		dc.logger.Info("dropping deployment out of the queue", "deployment", key, "err", err)
-		dc.queue.Forget(key)
-	}
-	return true
+	controllerutil.Loop{
+		Logger: dc.logger,
+		Synced: dc.synced,
+		Queues: []controllerutil.Runnable{&controllerutil.Worker[string]{
+			Queue: dc.queue, Sync: dc.syncDeployment, MaxRetries: maxRetries,
+			OnError: func(key string, err error, dropped bool) {
+				if dropped {
+					dc.logger.Info("dropping deployment out of the queue", "deployment", key, "err", err)
+					return
+				}
+				dc.logger.Info("error syncing deployment, requeuing", "deployment", key, "err", err)
+			},
+		}},
+	}.Run(ctx, workers)
 }

@@ -16,13 +16,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
-
-	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
 
 	corev1 "k8s.io/api/core/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -31,6 +27,8 @@ import (
 
 	"github.com/klab-dev/klab/cluster/controller/controllerctx"
 	"github.com/klab-dev/klab/cluster/controller/endpointslice/endpointsliceutil"
+	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 )
 
 const (
@@ -77,10 +75,7 @@ func newController(c controllerctx.Context) (*Controller, error) {
 	if c.Client == nil || c.Informers == nil || c.Recorder == nil {
 		return nil, errors.New("endpoint controller: context needs a client, informers and a recorder")
 	}
-	logger := c.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger := componentbase.Logger(c.Logger)
 	services := c.Informers.Core().V1().Services()
 	pods := c.Informers.Core().V1().Pods()
 	endpoints := c.Informers.Core().V1().Endpoints()
@@ -91,42 +86,23 @@ func newController(c controllerctx.Context) (*Controller, error) {
 		serviceLister:   services.Lister(),
 		podLister:       pods.Lister(),
 		endpointsLister: endpoints.Lister(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "endpoint"},
-		),
-		triggerTimes: endpointsliceutil.NewTriggerTimeTracker(),
-		stale:        newStaleTracker(),
+		queue:           controllerutil.NewQueue[string]("endpoint"),
+		triggerTimes:    endpointsliceutil.NewTriggerTimeTracker(),
+		stale:           newStaleTracker(),
 	}
-	regs := make([]cache.ResourceEventHandlerRegistration, 0, 3)
-	for _, add := range []func() (cache.ResourceEventHandlerRegistration, error){
-		func() (cache.ResourceEventHandlerRegistration, error) {
-			return services.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-				AddFunc:    e.enqueueService,
-				UpdateFunc: func(_, cur any) { e.enqueueService(cur) },
-				DeleteFunc: e.enqueueService,
-			})
-		},
-		func() (cache.ResourceEventHandlerRegistration, error) {
-			return pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-				AddFunc:    e.addPod,
-				UpdateFunc: e.updatePod,
-				DeleteFunc: e.deletePod,
-			})
-		},
-		func() (cache.ResourceEventHandlerRegistration, error) {
-			// A deleted Endpoints is recreated if its Service still wants it.
-			return endpoints.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: e.enqueueService})
-		},
-	} {
-		reg, err := add()
-		if err != nil {
-			return nil, fmt.Errorf("endpoint controller: register informer handler: %w", err)
-		}
-		regs = append(regs, reg)
-	}
-	for _, reg := range regs {
-		e.cachesSynced = append(e.cachesSynced, reg.HasSynced)
+	var err error
+	e.cachesSynced, err = controllerutil.AddEventHandlers(
+		controllerutil.EventHandler{Informer: services.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc:    e.enqueueService,
+			UpdateFunc: func(_, cur any) { e.enqueueService(cur) },
+			DeleteFunc: e.enqueueService,
+		}},
+		controllerutil.EventHandler{Informer: pods.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: e.addPod, UpdateFunc: e.updatePod, DeleteFunc: e.deletePod}},
+		// A deleted Endpoints is recreated if its Service still wants it.
+		controllerutil.EventHandler{Informer: endpoints.Informer(), Funcs: cache.ResourceEventHandlerFuncs{DeleteFunc: e.enqueueService}},
+	)
+	if err != nil {
+		return nil, fmt.Errorf("endpoint controller: %w", err)
 	}
 	return e, nil
 }
@@ -135,22 +111,27 @@ func newController(c controllerctx.Context) (*Controller, error) {
 func (e *Controller) Name() string { return Name }
 
 // Run syncs Services with the given number of workers until ctx is done.
+// A Service whose sync fails is retried with backoff up to maxRetries
+// times in a row, as upstream's, then waits for its next change.
 func (e *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	defer e.queue.ShutDown()
-
-	e.logger.Info("Starting controller")
-	defer e.logger.Info("Shutting down controller")
-	if !cache.WaitForCacheSync(ctx.Done(), e.cachesSynced...) {
-		return
-	}
-	for i := 0; i < workers; i++ {
-		go wait.UntilWithContext(ctx, e.worker, time.Second)
-	}
-	// Endpoints whose Service went away while no controller ran are found
-	// once at start; after that, Service deletions are watched.
-	e.checkLeftoverEndpoints()
-	<-ctx.Done()
+	controllerutil.Loop{
+		Logger: e.logger,
+		Synced: e.cachesSynced,
+		// Endpoints whose Service went away while no controller ran are
+		// found once at start; after that, Service deletions are watched.
+		Ready: func(context.Context) bool { e.checkLeftoverEndpoints(); return true },
+		Queues: []controllerutil.Runnable{&controllerutil.Worker[string]{
+			Queue: e.queue, Sync: e.syncService, MaxRetries: maxRetries,
+			OnError: func(key string, err error, dropped bool) {
+				if !dropped {
+					e.logger.Debug("Error syncing endpoints, retrying", "service", key, "err", err)
+					return
+				}
+				e.logger.Info("Dropping service out of the queue", "service", key, "err", err)
+				utilruntime.HandleError(err)
+			},
+		}},
+	}.Run(ctx, workers)
 }
 
 // enqueueService queues the Service an object (a Service, its Endpoints, or
@@ -195,41 +176,4 @@ func (e *Controller) deletePod(obj any) {
 	if pod, ok := controllerutil.DeletedObject[*corev1.Pod](obj); ok {
 		e.addPod(pod)
 	}
-}
-
-// worker processes queued Services until the queue shuts down. The queue
-// hands one key to one worker at a time, so two workers never sync the
-// same Service at once.
-func (e *Controller) worker(ctx context.Context) {
-	for e.processNextWorkItem(ctx) {
-	}
-}
-
-func (e *Controller) processNextWorkItem(ctx context.Context) bool {
-	key, quit := e.queue.Get()
-	if quit {
-		return false
-	}
-	// Done always, so the key can be queued again.
-	defer e.queue.Done(key)
-	err := e.syncService(ctx, key)
-	e.handleErr(err, key)
-	return true
-}
-
-// handleErr forgets a key that synced (resetting its backoff) and requeues
-// a failed one with a growing delay, up to maxRetries times.
-func (e *Controller) handleErr(err error, key string) {
-	if err == nil {
-		e.queue.Forget(key)
-		return
-	}
-	if e.queue.NumRequeues(key) < maxRetries {
-		e.logger.Debug("Error syncing endpoints, retrying", "service", key, "err", err)
-		e.queue.AddRateLimited(key)
-		return
-	}
-	e.logger.Info("Dropping service out of the queue", "service", key, "err", err)
-	e.queue.Forget(key)
-	utilruntime.HandleError(err)
 }

@@ -26,7 +26,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
@@ -35,6 +34,8 @@ import (
 
 	"github.com/klab-dev/klab/cluster/controller/controllerctx"
 	"github.com/klab-dev/klab/cluster/controller/endpointslice/endpointsliceutil"
+	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 )
 
 const (
@@ -99,10 +100,7 @@ func newController(c controllerctx.Context) (*Controller, error) {
 	if c.Client == nil || c.Informers == nil || c.Recorder == nil {
 		return nil, errors.New("endpointslice controller: context needs a client, informers and a recorder")
 	}
-	logger := c.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger := componentbase.Logger(c.Logger)
 	services := c.Informers.Core().V1().Services()
 	pods := c.Informers.Core().V1().Pods()
 	nodes := c.Informers.Core().V1().Nodes()
@@ -132,30 +130,24 @@ func newController(c controllerctx.Context) (*Controller, error) {
 		triggerTimes:     endpointsliceutil.NewTriggerTimeTracker(),
 		sliceChangeDelay: c.Speed.Scale(endpointSliceChangeMinSyncDelay),
 	}
-	handlers := []struct {
-		informer cache.SharedIndexInformer
-		funcs    cache.ResourceEventHandlerFuncs
-	}{
-		{services.Informer(), cache.ResourceEventHandlerFuncs{
+	var err error
+	ec.cachesSynced, err = controllerutil.AddEventHandlers(
+		controllerutil.EventHandler{Informer: services.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc:    ec.enqueueService,
 			UpdateFunc: func(_, cur any) { ec.enqueueService(cur) },
 			DeleteFunc: ec.enqueueService,
 		}},
-		{pods.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: ec.addPod, UpdateFunc: ec.updatePod, DeleteFunc: ec.deletePod}},
+		controllerutil.EventHandler{Informer: pods.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: ec.addPod, UpdateFunc: ec.updatePod, DeleteFunc: ec.deletePod}},
 		// Nodes are only read for their zone label.
-		{nodes.Informer(), cache.ResourceEventHandlerFuncs{}},
-		{endpointSlices.Informer(), cache.ResourceEventHandlerFuncs{
+		controllerutil.EventHandler{Informer: nodes.Informer(), Funcs: cache.ResourceEventHandlerFuncs{}},
+		controllerutil.EventHandler{Informer: endpointSlices.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc:    ec.onEndpointSliceAdd,
 			UpdateFunc: ec.onEndpointSliceUpdate,
 			DeleteFunc: ec.onEndpointSliceDelete,
 		}},
-	}
-	for _, h := range handlers {
-		reg, err := h.informer.AddEventHandler(h.funcs)
-		if err != nil {
-			return nil, fmt.Errorf("endpointslice controller: register informer handler: %w", err)
-		}
-		ec.cachesSynced = append(ec.cachesSynced, reg.HasSynced)
+	)
+	if err != nil {
+		return nil, fmt.Errorf("endpointslice controller: %w", err)
 	}
 	return ec, nil
 }
@@ -164,55 +156,24 @@ func newController(c controllerctx.Context) (*Controller, error) {
 func (ec *Controller) Name() string { return Name }
 
 // Run syncs Services with the given number of workers until ctx is done.
+// A Service whose sync fails is retried with backoff up to maxRetries
+// times in a row, as upstream's, then waits for its next change.
 func (ec *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	defer ec.queue.ShutDown()
-
-	ec.logger.Info("Starting controller")
-	defer ec.logger.Info("Shutting down controller")
-	if !cache.WaitForCacheSync(ctx.Done(), ec.cachesSynced...) {
-		return
-	}
-	for i := 0; i < workers; i++ {
-		go wait.UntilWithContext(ctx, ec.worker, time.Second)
-	}
-	<-ctx.Done()
-}
-
-// worker processes queued Services until the queue shuts down; the queue
-// never hands one key to two workers at once.
-func (ec *Controller) worker(ctx context.Context) {
-	for ec.processNextWorkItem(ctx) {
-	}
-}
-
-func (ec *Controller) processNextWorkItem(ctx context.Context) bool {
-	key, quit := ec.queue.Get()
-	if quit {
-		return false
-	}
-	// Done always, so the key can be queued again.
-	defer ec.queue.Done(key)
-	err := ec.syncService(ctx, key)
-	ec.handleErr(err, key)
-	return true
-}
-
-// handleErr forgets a key that synced and requeues a failed one with a
-// growing delay, up to maxRetries times.
-func (ec *Controller) handleErr(err error, key string) {
-	if err == nil {
-		ec.queue.Forget(key)
-		return
-	}
-	if ec.queue.NumRequeues(key) < maxRetries {
-		ec.logger.Info("Error syncing endpoint slices for service, retrying", "key", key, "err", err)
-		ec.queue.AddRateLimited(key)
-		return
-	}
-	ec.logger.Info("Retry budget exceeded, dropping service out of the queue", "key", key, "err", err)
-	ec.queue.Forget(key)
-	utilruntime.HandleError(err)
+	controllerutil.Loop{
+		Logger: ec.logger,
+		Synced: ec.cachesSynced,
+		Queues: []controllerutil.Runnable{&controllerutil.Worker[string]{
+			Queue: ec.queue, Sync: ec.syncService, MaxRetries: maxRetries,
+			OnError: func(key string, err error, dropped bool) {
+				if !dropped {
+					ec.logger.Info("Error syncing endpoint slices for service, retrying", "key", key, "err", err)
+					return
+				}
+				ec.logger.Info("Retry budget exceeded, dropping service out of the queue", "key", key, "err", err)
+				utilruntime.HandleError(err)
+			},
+		}},
+	}.Run(ctx, workers)
 }
 
 // errStaleCache is returned when the informer cache misses the

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -16,6 +14,8 @@ import (
 	"k8s.io/utils/lru"
 
 	"github.com/klab-dev/klab/cluster/controller/controllerctx"
+	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 )
 
 const (
@@ -66,10 +66,7 @@ func newGarbageCollector(c controllerctx.Context) (*GarbageCollector, error) {
 	if c.Metadata == nil || c.MetadataInformers == nil || c.Recorder == nil {
 		return nil, errors.New("garbage collector: context needs a metadata client, metadata informers and a recorder")
 	}
-	logger := c.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger := componentbase.Logger(c.Logger)
 	gc := &GarbageCollector{
 		metadataClient: c.Metadata,
 		recorder:       c.Recorder(component),
@@ -99,43 +96,42 @@ func newGarbageCollector(c controllerctx.Context) (*GarbageCollector, error) {
 func (gc *GarbageCollector) Name() string { return Name }
 
 // Run builds the graph and, once it holds everything the informers listed,
-// starts workers deleting and orphaning; it returns when ctx is done.
+// starts workers deleting and orphaning; it returns when ctx is done. An
+// item whose attempt fails is looked at again after a backoff for as long
+// as it is in the graph, as upstream's.
 func (gc *GarbageCollector) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	defer gc.attemptToDelete.ShutDown()
-	defer gc.attemptToOrphan.ShutDown()
 	defer gc.graphChanges.ShutDown()
-
-	gc.logger.Info("Starting controller")
-	defer gc.logger.Info("Shutting down controller")
 	go gc.runProcessGraphChanges()
+	controllerutil.Loop{
+		Logger: gc.logger,
+		Synced: gc.cachesSynced,
+		Ready:  gc.waitForGraph,
+		Queues: []controllerutil.Runnable{
+			&controllerutil.Worker[*node]{Queue: gc.attemptToDelete, Sync: gc.syncAttemptToDelete},
+			&controllerutil.Worker[*node]{
+				Queue: gc.attemptToOrphan, Sync: gc.attemptToOrphanItem,
+				OnError: func(owner *node, err error, _ bool) {
+					utilruntime.HandleError(fmt.Errorf("orphan dependents of %s: %w", owner.getIdentity(), err))
+				},
+			},
+		},
+	}.Run(ctx, workers)
+}
 
-	if !cache.WaitForCacheSync(ctx.Done(), gc.cachesSynced...) {
-		return
-	}
-	// The informers have handed every listed object to the graph builder;
-	// wait until it has applied them, so that no worker decides from a
-	// graph missing dependents (an orphaning owner would lose its
-	// finalizer before all its dependents were released).
+// waitForGraph waits until the graph builder has applied every object the
+// informers handed it, so that no worker decides from a graph missing
+// dependents (an orphaning owner would lose its finalizer before all its
+// dependents were released). It reports false if ctx ended first.
+func (gc *GarbageCollector) waitForGraph(ctx context.Context) bool {
 	barrier := &event{eventType: barrierEvent, done: make(chan struct{})}
 	gc.graphChanges.Add(barrier)
 	select {
 	case <-barrier.done:
 	case <-ctx.Done():
-		return
+		return false
 	}
 	gc.logger.Info("All resource monitors have synced. Proceeding to collect garbage", "objects", gc.uidToNode.len())
-
-	for i := 0; i < workers; i++ {
-		go wait.UntilWithContext(ctx, gc.runAttemptToDeleteWorker, time.Second)
-		go wait.UntilWithContext(ctx, gc.runAttemptToOrphanWorker, time.Second)
-	}
-	<-ctx.Done()
-}
-
-func (gc *GarbageCollector) runAttemptToDeleteWorker(ctx context.Context) {
-	for gc.processAttemptToDeleteWorker(ctx) {
-	}
+	return true
 }
 
 // errEnqueuedVirtualDelete means the item was found gone and the graph
@@ -146,18 +142,15 @@ var errEnqueuedVirtualDelete = errors.New("enqueued virtual delete event")
 // referring to a namespaced owner, which no retry can resolve.
 var errNamespacedOwnerOfClusterScopedObject = errors.New("cluster-scoped objects cannot refer to namespaced owners")
 
-func (gc *GarbageCollector) processAttemptToDeleteWorker(ctx context.Context) bool {
-	n, quit := gc.attemptToDelete.Get()
-	if quit {
-		return false
-	}
-	defer gc.attemptToDelete.Done(n)
+// errRetry has the worker look at an item again after a backoff.
+var errRetry = errors.New("look at the item again")
+
+// syncAttemptToDelete handles one node of attemptToDelete.
+func (gc *GarbageCollector) syncAttemptToDelete(ctx context.Context, n *node) error {
 	if gc.attemptToDeleteWorker(ctx, n) {
-		gc.attemptToDelete.AddRateLimited(n)
-	} else {
-		gc.attemptToDelete.Forget(n)
+		return errRetry
 	}
-	return true
+	return nil
 }
 
 // attemptToDeleteWorker handles one node and reports whether to retry it.
@@ -191,24 +184,4 @@ func (gc *GarbageCollector) attemptToDeleteWorker(ctx context.Context, n *node) 
 		return true
 	}
 	return false
-}
-
-func (gc *GarbageCollector) runAttemptToOrphanWorker(ctx context.Context) {
-	for gc.processAttemptToOrphanWorker(ctx) {
-	}
-}
-
-func (gc *GarbageCollector) processAttemptToOrphanWorker(ctx context.Context) bool {
-	owner, quit := gc.attemptToOrphan.Get()
-	if quit {
-		return false
-	}
-	defer gc.attemptToOrphan.Done(owner)
-	if err := gc.attemptToOrphanItem(ctx, owner); err != nil {
-		utilruntime.HandleError(fmt.Errorf("orphan dependents of %s: %w", owner.getIdentity(), err))
-		gc.attemptToOrphan.AddRateLimited(owner)
-		return true
-	}
-	gc.attemptToOrphan.Forget(owner)
-	return true
 }

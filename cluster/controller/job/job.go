@@ -18,11 +18,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -91,18 +89,13 @@ func newController(c controllerctx.Context) (*Controller, error) {
 	podInformer := c.Informers.Core().V1().Pods()
 	recorder := c.Recorder(EventSource)
 	jm := &Controller{
-		client:     c.Client,
-		podControl: controllerutil.PodControl{Client: c.Client, Recorder: recorder},
-		recorder:   recorder,
-		jobLister:  jobInformer.Lister(),
-		podLister:  podInformer.Lister(),
-		synced:     []cache.InformerSynced{jobInformer.Informer().HasSynced, podInformer.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name}),
-		orphanQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name + "_orphan_pod"}),
+		client:                c.Client,
+		podControl:            controllerutil.PodControl{Client: c.Client, Recorder: recorder},
+		recorder:              recorder,
+		jobLister:             jobInformer.Lister(),
+		podLister:             podInformer.Lister(),
+		queue:                 controllerutil.NewQueue[string](Name),
+		orphanQueue:           controllerutil.NewQueue[string](Name + "_orphan_pod"),
 		expectations:          controllerutil.NewControllerExpectations(c.Speed.Scale(controllerutil.ExpectationsTimeout)),
 		finalizerExpectations: newUIDTrackingExpectations(),
 		backoffStore:          newBackoffStore(),
@@ -112,20 +105,16 @@ func newController(c controllerctx.Context) (*Controller, error) {
 		clock:                 clock.RealClock{},
 		logger:                c.Logger.With("controller", Name),
 	}
-	handlers := []struct {
-		informer cache.SharedIndexInformer
-		funcs    cache.ResourceEventHandlerFuncs
-	}{
-		{jobInformer.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: jm.addJob, UpdateFunc: jm.updateJob, DeleteFunc: jm.deleteJob}},
-		{podInformer.Informer(), cache.ResourceEventHandlerFuncs{
+	var err error
+	jm.synced, err = controllerutil.AddEventHandlers(
+		controllerutil.EventHandler{Informer: jobInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: jm.addJob, UpdateFunc: jm.updateJob, DeleteFunc: jm.deleteJob}},
+		controllerutil.EventHandler{Informer: podInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: jm.addPod, UpdateFunc: jm.updatePod,
 			DeleteFunc: func(obj any) { jm.deletePod(obj, true) },
 		}},
-	}
-	for _, h := range handlers {
-		if _, err := h.informer.AddEventHandler(h.funcs); err != nil {
-			return nil, fmt.Errorf("register job controller handlers: %w", err)
-		}
+	)
+	if err != nil {
+		return nil, fmt.Errorf("job controller: %w", err)
 	}
 	return jm, nil
 }
@@ -134,52 +123,16 @@ func newController(c controllerctx.Context) (*Controller, error) {
 func (jm *Controller) Name() string { return Name }
 
 // Run waits for the caches, then runs workers on both queues until ctx is
-// done.
+// done. A Job, or an orphan pod, whose sync fails is retried with backoff
+// for as long as it exists, as upstream's.
 func (jm *Controller) Run(ctx context.Context, workers int) {
-	defer jm.queue.ShutDown()
-	defer jm.orphanQueue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), jm.synced...) {
-		return
-	}
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			wait.UntilWithContext(ctx, func(ctx context.Context) {
-				for processNextWorkItem(ctx, jm.queue, jm.syncJob, jm.logger) {
-				}
-			}, time.Second)
-		}()
-		go func() {
-			defer wg.Done()
-			wait.UntilWithContext(ctx, func(ctx context.Context) {
-				for processNextWorkItem(ctx, jm.orphanQueue, jm.syncOrphanPod, jm.logger) {
-				}
-			}, time.Second)
-		}()
-	}
-	<-ctx.Done()
-	jm.queue.ShutDown()
-	jm.orphanQueue.ShutDown()
-	wg.Wait()
-}
-
-// processNextWorkItem syncs one key of queue. The queue never hands a key
-// to two workers at once; Done releases it. A key that synced is
-// forgotten by the rate limiter; one that failed comes back after a
-// growing delay.
-func processNextWorkItem(ctx context.Context, queue workqueue.TypedRateLimitingInterface[string], sync func(context.Context, string) error, logger *slog.Logger) bool {
-	key, quit := queue.Get()
-	if quit {
-		return false
-	}
-	defer queue.Done(key)
-	if err := sync(ctx, key); err != nil {
-		logger.Info("sync failed, requeuing", "key", key, "err", err)
-		queue.AddRateLimited(key)
-		return true
-	}
-	queue.Forget(key)
-	return true
+	onError := func(key string, err error, _ bool) { jm.logger.Info("sync failed, requeuing", "key", key, "err", err) }
+	controllerutil.Loop{
+		Logger: jm.logger,
+		Synced: jm.synced,
+		Queues: []controllerutil.Runnable{
+			&controllerutil.Worker[string]{Queue: jm.queue, Sync: jm.syncJob, OnError: onError},
+			&controllerutil.Worker[string]{Queue: jm.orphanQueue, Sync: jm.syncOrphanPod, OnError: onError},
+		},
+	}.Run(ctx, workers)
 }

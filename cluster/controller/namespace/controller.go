@@ -19,15 +19,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -37,6 +34,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/klab-dev/klab/cluster/controller/controllerctx"
+	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 	"github.com/klab-dev/klab/cluster/timing"
 )
 
@@ -65,11 +64,10 @@ type Controller struct {
 	lister   corelisters.NamespaceLister
 	synced   cache.InformerSynced
 	queue    workqueue.TypedRateLimitingInterface[string]
+	worker   *controllerutil.Worker[string]
 	speed    timing.Speed
 	clock    clock.PassiveClock
 	logger   *slog.Logger
-
-	syncs, failures atomic.Uint64
 }
 
 // Init builds the namespace controller from the manager's context.
@@ -83,9 +81,7 @@ func newController(client kubernetes.Interface, md metadata.Interface, discover 
 	if md == nil {
 		return nil, errors.New("namespace controller needs a metadata client")
 	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = componentbase.Logger(logger)
 	c := &Controller{
 		client:   client,
 		metadata: md,
@@ -111,6 +107,12 @@ func newController(client kubernetes.Interface, md metadata.Interface, discover 
 		return nil, fmt.Errorf("add namespace handler: %w", err)
 	}
 	c.synced = handler.HasSynced
+	c.worker = &controllerutil.Worker[string]{
+		Queue: c.queue, Sync: c.syncOrWait,
+		OnError: func(key string, err error, _ bool) {
+			c.logger.Error("Deletion of namespace failed", "namespace", key, "err", err)
+		},
+	}
 	return c, nil
 }
 
@@ -132,60 +134,18 @@ func (c *Controller) QueueLen() int { return c.queue.Len() }
 
 // SyncCounts returns how many namespace syncs ran and how many failed
 // (content still terminating is not a failure).
-func (c *Controller) SyncCounts() (syncs, failures uint64) {
-	return c.syncs.Load(), c.failures.Load()
-}
+func (c *Controller) SyncCounts() (syncs, failures uint64) { return c.worker.SyncCounts() }
 
 // Run works the queue with the given number of workers until ctx is done,
-// and returns once they have stopped.
+// and returns once they have stopped. A namespace whose content is still
+// terminating comes back after half its estimate, not counted as a
+// failure; any other error retries with backoff, as upstream's.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer c.queue.ShutDown()
-	c.logger.Info("Starting namespace controller")
-	defer c.logger.Info("Shutting down namespace controller")
-	if !cache.WaitForNamedCacheSync("namespace", ctx.Done(), c.synced) {
-		return
-	}
-	var wg sync.WaitGroup
-	for i := 0; i < max(workers, 1); i++ {
-		wg.Add(1)
-		go func() { defer wg.Done(); wait.UntilWithContext(ctx, c.runWorker, time.Second) }()
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
-}
-
-func (c *Controller) runWorker(ctx context.Context) {
-	for c.processNextWorkItem(ctx) {
-	}
-}
-
-// processNextWorkItem syncs one namespace. The queue hands a key to one
-// worker at a time and Done always follows Get; success forgets the key's
-// backoff; content still terminating brings the namespace back after half
-// its estimate; any other error retries with backoff.
-func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	err := c.sync(ctx, key)
-	c.syncs.Add(1)
-	var remaining *resourcesRemainingError
-	switch {
-	case err == nil:
-		c.queue.Forget(key)
-	case errors.As(err, &remaining):
-		delay := c.speed.Scale(time.Duration(remaining.Estimate/2+1) * time.Second)
-		c.logger.Debug("Content remaining in namespace", "namespace", key, "wait", delay)
-		c.queue.AddAfter(key, delay)
-	default:
-		c.failures.Add(1)
-		c.logger.Error("Deletion of namespace failed", "namespace", key, "err", err)
-		c.queue.AddRateLimited(key)
-	}
-	return true
+	controllerutil.Loop{
+		Logger: c.logger,
+		Synced: []cache.InformerSynced{c.synced},
+		Queues: []controllerutil.Runnable{c.worker},
+	}.Run(ctx, workers)
 }
 
 // sync deletes the content of a namespace being deleted.
@@ -198,4 +158,17 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return fmt.Errorf("get namespace %s from cache: %w", key, err)
 	}
 	return c.deleteNamespace(ctx, ns.Name)
+}
+
+// syncOrWait is the worker's sync: content still terminating brings the
+// namespace back after half its estimate, as upstream's does.
+func (c *Controller) syncOrWait(ctx context.Context, key string) error {
+	err := c.sync(ctx, key)
+	var remaining *resourcesRemainingError
+	if errors.As(err, &remaining) {
+		delay := c.speed.Scale(time.Duration(remaining.Estimate/2+1) * time.Second)
+		c.logger.Debug("Content remaining in namespace", "namespace", key, "wait", delay)
+		return controllerutil.RequeueAfter(delay)
+	}
+	return err
 }

@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
-
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	coordinformers "k8s.io/client-go/informers/coordination/v1"
@@ -23,6 +21,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/klab-dev/klab/cluster/controller/controllerctx"
+	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 	"github.com/klab-dev/klab/cluster/timing"
 )
 
@@ -85,9 +85,7 @@ func Init(ctx context.Context, c controllerctx.Context) (controllerctx.Controlle
 
 func newController(ctx context.Context, client kubernetes.Interface, nodes coreinformers.NodeInformer, pods coreinformers.PodInformer,
 	leases coordinformers.LeaseInformer, recorder record.EventRecorder, logger *slog.Logger, speed timing.Speed, clk clock.Clock) (*Controller, error) {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = componentbase.Logger(logger)
 	factor := float32(speed.Factor())
 	c := &Controller{
 		client:   client,

@@ -5,16 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
 
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -24,6 +20,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/klab-dev/klab/cluster/controller/controllerctx"
+	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 	"github.com/klab-dev/klab/cluster/timing"
 )
 
@@ -56,11 +54,11 @@ type TaintEvictionController struct {
 
 	// updates holds nodes whose taints and pods whose tolerations or node
 	// changed; deletions the pods whose eviction is due.
-	updates   workqueue.TypedInterface[updateItem]
-	deletions workqueue.TypedRateLimitingInterface[string]
-	schedule  *evictionSchedule
-
-	syncs, failures atomic.Uint64
+	updates        workqueue.TypedRateLimitingInterface[updateItem]
+	deletions      workqueue.TypedRateLimitingInterface[string]
+	updateWorker   *controllerutil.Worker[updateItem]
+	deletionWorker *controllerutil.Worker[string]
+	schedule       *evictionSchedule
 }
 
 // updateItem is a node (pod fields empty) or a pod to look at again.
@@ -79,9 +77,7 @@ func InitTaintEviction(ctx context.Context, c controllerctx.Context) (controller
 
 func newTaintEvictionController(ctx context.Context, client kubernetes.Interface, pods coreinformers.PodInformer, nodes coreinformers.NodeInformer,
 	recorder record.EventRecorder, logger *slog.Logger, speed timing.Speed, clk clock.WithDelayedExecution) (*TaintEvictionController, error) {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = componentbase.Logger(logger)
 	tc := &TaintEvictionController{
 		client:       client,
 		recorder:     recorder,
@@ -93,39 +89,47 @@ func newTaintEvictionController(ctx context.Context, client kubernetes.Interface
 		podIndexer:   pods.Informer().GetIndexer(),
 		nodeLister:   nodes.Lister(),
 		taintedNodes: map[string][]v1.Taint{},
-		updates:      workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[updateItem]{Name: "noexec_taint"}),
-		deletions: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "noexec_taint_evictions"}),
+		updates:      controllerutil.NewQueue[updateItem]("noexec_taint"),
+		deletions:    controllerutil.NewQueue[string]("noexec_taint_evictions"),
+	}
+	tc.updateWorker = &controllerutil.Worker[updateItem]{Queue: tc.updates, Sync: tc.syncUpdate}
+	tc.deletionWorker = &controllerutil.Worker[string]{
+		Queue: tc.deletions, Sync: tc.syncDeletion, MaxRetries: deletionRetries,
+		OnError: func(key string, err error, dropped bool) {
+			if dropped {
+				tc.logger.Error("Failed to delete pod", "pod", key, "err", err)
+				tc.schedule.finish(key, false)
+			}
+		},
 	}
 	tc.schedule = newEvictionSchedule(clk, func(key string) { tc.deletions.Add(key) })
 	if err := addPodNodeNameIndexer(pods.Informer()); err != nil {
 		return nil, fmt.Errorf("index pods by node: %w", err)
 	}
-	podHandler, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { tc.podUpdated(nil, obj.(*v1.Pod)) },
-		UpdateFunc: func(old, obj interface{}) { tc.podUpdated(old.(*v1.Pod), obj.(*v1.Pod)) },
-		DeleteFunc: func(obj interface{}) {
-			if pod, ok := controllerutil.DeletedObject[*v1.Pod](obj); ok {
-				tc.podUpdated(pod, nil)
-			}
-		},
-	})
+	var err error
+	tc.synced, err = controllerutil.AddEventHandlers(
+		controllerutil.EventHandler{Informer: pods.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj interface{}) { tc.podUpdated(nil, obj.(*v1.Pod)) },
+			UpdateFunc: func(old, obj interface{}) { tc.podUpdated(old.(*v1.Pod), obj.(*v1.Pod)) },
+			DeleteFunc: func(obj interface{}) {
+				if pod, ok := controllerutil.DeletedObject[*v1.Pod](obj); ok {
+					tc.podUpdated(pod, nil)
+				}
+			},
+		}},
+		controllerutil.EventHandler{Informer: nodes.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj interface{}) { tc.nodeUpdated(nil, obj.(*v1.Node)) },
+			UpdateFunc: func(old, obj interface{}) { tc.nodeUpdated(old.(*v1.Node), obj.(*v1.Node)) },
+			DeleteFunc: func(obj interface{}) {
+				if node, ok := controllerutil.DeletedObject[*v1.Node](obj); ok {
+					tc.nodeUpdated(node, nil)
+				}
+			},
+		}},
+	)
 	if err != nil {
-		return nil, fmt.Errorf("add pod handler: %w", err)
+		return nil, fmt.Errorf("taint eviction controller: %w", err)
 	}
-	nodeHandler, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { tc.nodeUpdated(nil, obj.(*v1.Node)) },
-		UpdateFunc: func(old, obj interface{}) { tc.nodeUpdated(old.(*v1.Node), obj.(*v1.Node)) },
-		DeleteFunc: func(obj interface{}) {
-			if node, ok := controllerutil.DeletedObject[*v1.Node](obj); ok {
-				tc.nodeUpdated(node, nil)
-			}
-		},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("add node handler: %w", err)
-	}
-	tc.synced = []cache.InformerSynced{podHandler.HasSynced, nodeHandler.HasSynced}
 	return tc, nil
 }
 
@@ -140,87 +144,40 @@ func (tc *TaintEvictionController) QueueLen() int {
 // SyncCounts returns how many updates and deletions were handled and how
 // many deletions failed.
 func (tc *TaintEvictionController) SyncCounts() (syncs, failures uint64) {
-	return tc.syncs.Load(), tc.failures.Load()
+	updates, _ := tc.updateWorker.SyncCounts()
+	deletions, failed := tc.deletionWorker.SyncCounts()
+	return updates + deletions, failed
 }
 
 // Run works the update and deletion queues with the given number of
 // workers each until ctx is done, and returns once they have stopped.
 func (tc *TaintEvictionController) Run(ctx context.Context, workers int) {
-	defer tc.updates.ShutDown()
-	defer tc.deletions.ShutDown()
-	tc.logger.Info("Starting", "controller", TaintEvictionName)
-	defer tc.logger.Info("Shutting down controller", "controller", TaintEvictionName)
-	if !cache.WaitForNamedCacheSync(TaintEvictionName, ctx.Done(), tc.synced...) {
-		return
-	}
-	if workers < 1 {
-		workers = 1
-	}
-	var wg sync.WaitGroup
-	for i := 0; i < workers; i++ {
-		wg.Add(2)
-		go func() { defer wg.Done(); wait.UntilWithContext(ctx, tc.runUpdateWorker, time.Second) }()
-		go func() { defer wg.Done(); wait.UntilWithContext(ctx, tc.runDeletionWorker, time.Second) }()
-	}
-	<-ctx.Done()
-	tc.updates.ShutDown()
-	tc.deletions.ShutDown()
-	wg.Wait()
+	controllerutil.Loop{
+		Logger: tc.logger,
+		Synced: tc.synced,
+		Queues: []controllerutil.Runnable{tc.updateWorker, tc.deletionWorker},
+	}.Run(ctx, workers)
 }
 
-func (tc *TaintEvictionController) runUpdateWorker(ctx context.Context) {
-	for tc.processNextUpdate(ctx) {
-	}
-}
-
-// processNextUpdate handles one node or pod update; it returns false when
-// the queue has shut down.
-func (tc *TaintEvictionController) processNextUpdate(ctx context.Context) bool {
-	item, quit := tc.updates.Get()
-	if quit {
-		return false
-	}
-	defer tc.updates.Done(item)
+// syncUpdate looks again at the evictions of a node, or of a pod.
+func (tc *TaintEvictionController) syncUpdate(ctx context.Context, item updateItem) error {
 	if item.podName == "" {
 		tc.handleNodeUpdate(ctx, item.nodeName)
 	} else {
 		tc.handlePodUpdate(ctx, item)
 	}
-	tc.syncs.Add(1)
-	return true
+	return nil
 }
 
-func (tc *TaintEvictionController) runDeletionWorker(ctx context.Context) {
-	for tc.processNextDeletion(ctx) {
-	}
-}
-
-// processNextDeletion carries out one due eviction; it returns false when
-// the queue has shut down. Done always follows Get; a failed deletion is
-// retried with backoff a few times, then given up until the pod or its
+// syncDeletion carries out one due eviction. A failed deletion is retried
+// with backoff deletionRetries times, then given up until the pod or its
 // node changes again.
-func (tc *TaintEvictionController) processNextDeletion(ctx context.Context) bool {
-	key, quit := tc.deletions.Get()
-	if quit {
-		return false
-	}
-	defer tc.deletions.Done(key)
+func (tc *TaintEvictionController) syncDeletion(ctx context.Context, key string) error {
 	err := tc.evict(ctx, key)
-	tc.syncs.Add(1)
-	switch {
-	case err == nil:
-		tc.deletions.Forget(key)
+	if err == nil {
 		tc.schedule.finish(key, true)
-	case tc.deletions.NumRequeues(key) < deletionRetries:
-		tc.failures.Add(1)
-		tc.deletions.AddRateLimited(key)
-	default:
-		tc.failures.Add(1)
-		tc.logger.Error("Failed to delete pod", "pod", key, "err", err)
-		tc.deletions.Forget(key)
-		tc.schedule.finish(key, false)
 	}
-	return true
+	return err
 }
 
 // podUpdated queues a pod whose tolerations or node changed.

@@ -27,7 +27,7 @@ func newTaintEviction(t *testing.T, f *fixture, speed timing.Speed) *TaintEvicti
 // workers would.
 func deleteDue(tc *TaintEvictionController) {
 	for tc.deletions.Len() > 0 {
-		tc.processNextDeletion(context.Background())
+		tc.deletionWorker.ProcessNextWorkItem(context.Background())
 	}
 }
 

@@ -13,11 +13,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -51,8 +48,7 @@ type Controller struct {
 
 	rsLister  appslisters.ReplicaSetLister
 	podLister corelisters.PodLister
-	rsSynced  cache.InformerSynced
-	podSynced cache.InformerSynced
+	synced    []cache.InformerSynced
 
 	// queue holds ReplicaSet keys.
 	queue        workqueue.TypedRateLimitingInterface[string]
@@ -75,34 +71,24 @@ func newController(c controllerctx.Context) (*Controller, error) {
 	podInformer := c.Informers.Core().V1().Pods()
 	recorder := c.Recorder(EventSource)
 	rsc := &Controller{
-		client:     c.Client,
-		podControl: controllerutil.PodControl{Client: c.Client, Recorder: recorder},
-		recorder:   recorder,
-		rsLister:   rsInformer.Lister(),
-		podLister:  podInformer.Lister(),
-		rsSynced:   rsInformer.Informer().HasSynced,
-		podSynced:  podInformer.Informer().HasSynced,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name}),
+		client:        c.Client,
+		podControl:    controllerutil.PodControl{Client: c.Client, Recorder: recorder},
+		recorder:      recorder,
+		rsLister:      rsInformer.Lister(),
+		podLister:     podInformer.Lister(),
+		queue:         controllerutil.NewQueue[string](Name),
 		expectations:  controllerutil.NewUIDTrackingControllerExpectations(c.Speed.Scale(controllerutil.ExpectationsTimeout)),
 		burstReplicas: controllerutil.BurstReplicas,
 		clock:         clock.RealClock{},
 		logger:        c.Logger.With("controller", Name),
 	}
-	if _, err := rsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    rsc.addReplicaSet,
-		UpdateFunc: rsc.updateReplicaSet,
-		DeleteFunc: rsc.deleteReplicaSet,
-	}); err != nil {
-		return nil, fmt.Errorf("register replicaset handlers: %w", err)
-	}
-	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    rsc.addPod,
-		UpdateFunc: rsc.updatePod,
-		DeleteFunc: rsc.deletePod,
-	}); err != nil {
-		return nil, fmt.Errorf("register pod handlers: %w", err)
+	var err error
+	rsc.synced, err = controllerutil.AddEventHandlers(
+		controllerutil.EventHandler{Informer: rsInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: rsc.addReplicaSet, UpdateFunc: rsc.updateReplicaSet, DeleteFunc: rsc.deleteReplicaSet}},
+		controllerutil.EventHandler{Informer: podInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: rsc.addPod, UpdateFunc: rsc.updatePod, DeleteFunc: rsc.deletePod}},
+	)
+	if err != nil {
+		return nil, fmt.Errorf("replicaset controller: %w", err)
 	}
 	return rsc, nil
 }
@@ -110,44 +96,18 @@ func newController(c controllerctx.Context) (*Controller, error) {
 // Name returns "replicaset".
 func (rsc *Controller) Name() string { return Name }
 
-// Run waits for the caches, then runs workers until ctx is done.
+// Run waits for the caches, then runs workers until ctx is done. A
+// ReplicaSet whose sync fails is retried with backoff for as long as it
+// exists, as upstream's.
 func (rsc *Controller) Run(ctx context.Context, workers int) {
-	defer rsc.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), rsc.rsSynced, rsc.podSynced) {
-		return
-	}
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wait.UntilWithContext(ctx, rsc.worker, time.Second)
-		}()
-	}
-	<-ctx.Done()
-	rsc.queue.ShutDown()
-	wg.Wait()
-}
-
-func (rsc *Controller) worker(ctx context.Context) {
-	for rsc.processNextWorkItem(ctx) {
-	}
-}
-
-// processNextWorkItem syncs one key. The queue never hands the same key to
-// two workers at once; Done releases it. A key that synced is forgotten
-// by the rate limiter; one that failed comes back after a growing delay.
-func (rsc *Controller) processNextWorkItem(ctx context.Context) bool {
-	key, quit := rsc.queue.Get()
-	if quit {
-		return false
-	}
-	defer rsc.queue.Done(key)
-	if err := rsc.sync(ctx, key); err != nil {
-		rsc.logger.Info("sync failed, requeuing", "replicaSet", key, "err", err)
-		rsc.queue.AddRateLimited(key)
-		return true
-	}
-	rsc.queue.Forget(key)
-	return true
+	controllerutil.Loop{
+		Logger: rsc.logger,
+		Synced: rsc.synced,
+		Queues: []controllerutil.Runnable{&controllerutil.Worker[string]{
+			Queue: rsc.queue, Sync: rsc.sync,
+			OnError: func(key string, err error, _ bool) {
+				rsc.logger.Info("sync failed, requeuing", "replicaSet", key, "err", err)
+			},
+		}},
+	}.Run(ctx, workers)
 }

@@ -9,16 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
-	"time"
-
-	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -26,6 +20,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/klab-dev/klab/cluster/controller/controllerctx"
+	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 )
 
 // Name is the service account controller's name in the controller
@@ -43,9 +39,8 @@ type Controller struct {
 	nsLister corelisters.NamespaceLister
 	synced   []cache.InformerSynced
 	queue    workqueue.TypedRateLimitingInterface[string]
+	worker   *controllerutil.Worker[string]
 	logger   *slog.Logger
-
-	syncs, failures atomic.Uint64
 }
 
 // Init builds the service account controller from the manager's context.
@@ -54,36 +49,36 @@ func Init(ctx context.Context, c controllerctx.Context) (controllerctx.Controlle
 }
 
 func newController(client kubernetes.Interface, sas coreinformers.ServiceAccountInformer, namespaces coreinformers.NamespaceInformer, logger *slog.Logger) (*Controller, error) {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = componentbase.Logger(logger)
 	c := &Controller{
 		client:   client,
 		saLister: sas.Lister(),
 		nsLister: namespaces.Lister(),
 		logger:   logger.With("controller", Name),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "serviceaccount"}),
+		queue:    controllerutil.NewQueue[string]("serviceaccount"),
+	}
+	c.worker = &controllerutil.Worker[string]{
+		Queue: c.queue, Sync: c.syncNamespace,
+		OnError: func(key string, err error, _ bool) { c.logger.Error("Sync failed", "namespace", key, "err", err) },
 	}
 	// Handlers only queue the namespace's name; sync decides.
-	saHandler, err := sas.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		DeleteFunc: func(obj interface{}) {
-			if sa, ok := controllerutil.DeletedObject[*v1.ServiceAccount](obj); ok {
-				c.queue.Add(sa.Namespace)
-			}
-		},
-	})
+	var err error
+	c.synced, err = controllerutil.AddEventHandlers(
+		controllerutil.EventHandler{Informer: sas.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			DeleteFunc: func(obj interface{}) {
+				if sa, ok := controllerutil.DeletedObject[*v1.ServiceAccount](obj); ok {
+					c.queue.Add(sa.Namespace)
+				}
+			},
+		}},
+		controllerutil.EventHandler{Informer: namespaces.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj interface{}) { c.queue.Add(obj.(*v1.Namespace).Name) },
+			UpdateFunc: func(_, obj interface{}) { c.queue.Add(obj.(*v1.Namespace).Name) },
+		}},
+	)
 	if err != nil {
-		return nil, fmt.Errorf("add service account handler: %w", err)
+		return nil, fmt.Errorf("serviceaccount controller: %w", err)
 	}
-	nsHandler, err := namespaces.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { c.queue.Add(obj.(*v1.Namespace).Name) },
-		UpdateFunc: func(_, obj interface{}) { c.queue.Add(obj.(*v1.Namespace).Name) },
-	})
-	if err != nil {
-		return nil, fmt.Errorf("add namespace handler: %w", err)
-	}
-	c.synced = []cache.InformerSynced{saHandler.HasSynced, nsHandler.HasSynced}
 	return c, nil
 }
 
@@ -94,52 +89,12 @@ func (c *Controller) Name() string { return Name }
 func (c *Controller) QueueLen() int { return c.queue.Len() }
 
 // SyncCounts returns how many namespace syncs ran and how many failed.
-func (c *Controller) SyncCounts() (syncs, failures uint64) {
-	return c.syncs.Load(), c.failures.Load()
-}
+func (c *Controller) SyncCounts() (syncs, failures uint64) { return c.worker.SyncCounts() }
 
 // Run works the queue with the given number of workers until ctx is done,
 // and returns once they have stopped.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer c.queue.ShutDown()
-	c.logger.Info("Starting controller")
-	defer c.logger.Info("Shutting down controller")
-	if !cache.WaitForNamedCacheSync(Name, ctx.Done(), c.synced...) {
-		return
-	}
-	var wg sync.WaitGroup
-	for i := 0; i < max(workers, 1); i++ {
-		wg.Add(1)
-		go func() { defer wg.Done(); wait.UntilWithContext(ctx, c.runWorker, time.Second) }()
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
-}
-
-func (c *Controller) runWorker(ctx context.Context) {
-	for c.processNextWorkItem(ctx) {
-	}
-}
-
-// processNextWorkItem syncs one namespace: Done always follows Get,
-// success forgets the key's backoff, an error requeues it rate-limited.
-func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	err := c.syncNamespace(ctx, key)
-	c.syncs.Add(1)
-	if err == nil {
-		c.queue.Forget(key)
-		return true
-	}
-	c.failures.Add(1)
-	c.logger.Error("Sync failed", "namespace", key, "err", err)
-	c.queue.AddRateLimited(key)
-	return true
+	controllerutil.Loop{Logger: c.logger, Synced: c.synced, Queues: []controllerutil.Runnable{c.worker}}.Run(ctx, workers)
 }
 
 // syncNamespace creates the accounts an active namespace lacks.

@@ -1,6 +1,10 @@
 // Package etcdtest runs real klab etcd members in one process for tests and
 // benchmarks: each member listens on its own loopback ports and talks to the
 // others over real sockets; a shared fault table cuts links between them.
+//
+// A test that starts a cluster (New, and the API server and controller
+// fixtures built on it) is an end-to-end test: under go test -short, New
+// skips it, so that -short runs the fast unit tests only.
 package etcdtest
 
 import (
@@ -53,6 +57,11 @@ func FreeAddr() (string, error) {
 // every member's configuration (tick interval, snapshot count, ...).
 func New(t testing.TB, n int, tune func(*etcd.Config)) *Cluster {
 	t.Helper()
+	// testing.Short panics outside a test binary (etcdbench runs clusters
+	// too).
+	if testing.Testing() && testing.Short() {
+		t.Skip("end-to-end: starts a real etcd cluster (skipped with -short)")
+	}
 	c := &Cluster{t: t, Dir: t.TempDir(), Faults: fault.NewTable(), Tune: tune}
 	// A port FreeAddr found free may be taken (by another test's outgoing
 	// connection, say) before the member listens on it; then the whole

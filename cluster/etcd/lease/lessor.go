@@ -14,6 +14,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/etcd/server/v3/lease/leasepb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 )
 
 // MaxLeaseTTL is the largest TTL a lease may be granted with, as in etcd.
@@ -93,9 +95,7 @@ type Lessor struct {
 // NewLessor returns an empty lessor that raises every TTL below minTTL
 // seconds to minTTL. Call Open to load the stored leases.
 func NewLessor(minTTL int64, lg *slog.Logger) *Lessor {
-	if lg == nil {
-		lg = slog.New(slog.DiscardHandler)
-	}
+	lg = componentbase.Logger(lg)
 	return &Lessor{lg: lg, minTTL: minTTL, now: time.Now, leases: make(map[int64]*lease)}
 }
 

@@ -8,6 +8,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 )
 
 // LeaseTracker is what the store needs from the lessor: to check that a
@@ -46,9 +48,7 @@ type Store struct {
 // Open creates the store's buckets if they are missing (when tx is
 // writable) and loads the history from them.
 func Open(tx *bolt.Tx, lg *slog.Logger) (*Store, error) {
-	if lg == nil {
-		lg = slog.New(slog.DiscardHandler)
-	}
+	lg = componentbase.Logger(lg)
 	s := &Store{lg: lg, streams: make(map[*WatchStream]struct{})}
 	if err := s.load(tx); err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/klab-dev/klab/cluster/etcd/fault"
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 )
 
 // Raft is what the transport delivers to: the member.
@@ -123,10 +124,7 @@ func New(cfg Config) *Transport {
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = defaultDialTimeout
 	}
-	lg := cfg.Logger
-	if lg == nil {
-		lg = slog.New(slog.DiscardHandler)
-	}
+	lg := componentbase.Logger(cfg.Logger)
 	lg = lg.With("local-member-id", formatID(cfg.ID))
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &Transport{

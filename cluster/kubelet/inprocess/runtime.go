@@ -5,12 +5,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"os"
 	"sync"
 
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 	"github.com/klab-dev/klab/cluster/kubelet/cri"
 )
 
@@ -94,13 +94,9 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.MemoryCapacity <= 0 {
 		cfg.MemoryCapacity = DefaultMemoryCapacity
 	}
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
 	return &Runtime{
 		cfg:        cfg,
-		logger:     logger.With("node", cfg.NodeName, "runtime", "local"),
+		logger:     componentbase.Logger(cfg.Logger).With("node", cfg.NodeName, "runtime", "local"),
 		ips:        ips,
 		memory:     &nodeMemory{capacity: cfg.MemoryCapacity},
 		imageSize:  executableSize(),

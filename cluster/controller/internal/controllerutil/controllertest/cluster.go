@@ -2,8 +2,6 @@ package controllertest
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +20,7 @@ import (
 	"github.com/klab-dev/klab/cluster/apiserver/apiservertest"
 	"github.com/klab-dev/klab/cluster/apiserver/auth"
 	"github.com/klab-dev/klab/cluster/controller/controllerctx"
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 )
 
 // Namespace is where Cluster puts the test's objects.
@@ -66,7 +65,7 @@ func StartCluster(t *testing.T, inits ...controllerctx.InitFunc) *Cluster {
 			return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
 		},
 		Speed:  1,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger: componentbase.Logger(nil),
 	}
 	var ctrls []controllerctx.Controller
 	for _, init := range inits {

@@ -8,8 +8,6 @@ package controllertest
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -25,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/klab-dev/klab/cluster/controller/controllerctx"
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 )
 
 // Fixture is one controller test's world.
@@ -55,7 +54,7 @@ func New(objects ...runtime.Object) *Fixture {
 		Informers: informers.NewSharedInformerFactory(f.Client, 0),
 		Recorder:  func(string) record.EventRecorder { return f.Recorder },
 		Speed:     1,
-		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:    componentbase.Logger(nil),
 	}
 	return f
 }
