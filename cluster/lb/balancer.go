@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 )
 
 // Defaults for Config's zero values.
@@ -53,8 +55,13 @@ type BackendStatus struct {
 	TotalConns  uint64    `json:"totalConns"`
 }
 
-// Balancer is a running load balancer.
+// Balancer is a running load balancer. Its Lifecycle gives it Stop, Kill,
+// Done and Err, as every component has: both stops close the listener and
+// every proxied connection (the balancer holds nothing a graceful stop
+// would save) and wait for its goroutines.
 type Balancer struct {
+	*componentbase.Lifecycle
+
 	cfg      Config
 	listener net.Listener
 	ctx      context.Context
@@ -71,7 +78,7 @@ type Balancer struct {
 }
 
 // Start listens on cfg.Listen, starts checking the backends and serves
-// until ctx ends or Close is called.
+// until ctx ends or it is stopped.
 func Start(ctx context.Context, cfg Config) (*Balancer, error) {
 	if len(cfg.Backends) == 0 {
 		return nil, errors.New("start load balancer: no backends")
@@ -105,6 +112,11 @@ func Start(ctx context.Context, cfg Config) (*Balancer, error) {
 	}
 	b := &Balancer{cfg: cfg, listener: ln, conns: make(map[net.Conn]struct{})}
 	b.ctx, b.cancel = context.WithCancel(ctx)
+	b.Lifecycle = componentbase.NewLifecycle(func(bool) {
+		b.cancel()
+		b.wg.Wait()
+	})
+	b.Begin()
 	for _, addr := range cfg.Backends {
 		b.backends = append(b.backends, &BackendStatus{Backend: addr, Healthy: true})
 	}
@@ -134,14 +146,6 @@ func (b *Balancer) Status() []BackendStatus {
 		out[i] = *be
 	}
 	return out
-}
-
-// Close stops listening, closes every proxied connection and waits for
-// the balancer's goroutines to end.
-func (b *Balancer) Close() error {
-	b.cancel()
-	b.wg.Wait()
-	return nil
 }
 
 // shutdown closes the listener and every open connection, once.

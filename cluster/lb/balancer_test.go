@@ -130,7 +130,7 @@ func newFixture(t *testing.T, n int, health func(context.Context, string) error)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { lb.Close() })
+	t.Cleanup(func() { lb.Stop() })
 	f.lb = lb
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pemData)
@@ -277,7 +277,7 @@ func startPlain(t *testing.T, backends ...string) *Balancer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { lb.Close() })
+	t.Cleanup(func() { lb.Stop() })
 	return lb
 }
 
@@ -323,12 +323,12 @@ func TestActiveConnsAndClose(t *testing.T) {
 	defer conn.Close()
 	waitStatus(t, lb, "one active connection", func(s []BackendStatus) bool { return s[0].ActiveConns == 1 })
 
-	// Close drops the proxied connection: the client sees it end.
+	// Stop drops the proxied connection: the client sees it end.
 	done := make(chan error, 1)
-	go func() { done <- lb.Close() }()
+	go func() { done <- lb.Stop() }()
 	conn.SetReadDeadline(time.Now().Add(waitTimeout))
 	if n, err := conn.Read(make([]byte, 1)); n != 0 || !(errors.Is(err, io.EOF) || isReset(err)) {
-		t.Fatalf("read after Close = %d, %v; want the connection closed", n, err)
+		t.Fatalf("read after Stop = %d, %v; want the connection closed", n, err)
 	}
 	select {
 	case <-done:
@@ -350,7 +350,7 @@ func TestContextEndStopsBalancer(t *testing.T) {
 		t.Fatal(err)
 	}
 	cancel()
-	lb.Close() // waits for everything to stop
+	lb.Stop() // waits for everything to stop
 	if _, err := net.Dial("tcp", lb.Addr()); err == nil {
 		t.Error("balancer still accepts after its context ended")
 	}
@@ -376,7 +376,7 @@ func TestStartErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			lb, err := Start(t.Context(), tt.cfg)
 			if err == nil {
-				lb.Close()
+				lb.Stop()
 				t.Fatalf("Start succeeded, want error containing %q", tt.wantErr)
 			}
 			if !strings.Contains(err.Error(), tt.wantErr) {

@@ -55,7 +55,7 @@ func TestThroughBalancerWithClusterPKI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lb.Close()
+	defer lb.Stop()
 
 	do := func(user, method string) (int, string) {
 		t.Helper()

@@ -3,21 +3,11 @@ package components
 import (
 	"context"
 	"log/slog"
-	"sync"
 
 	"github.com/klab-dev/klab/cluster/lb"
 	"github.com/klab-dev/klab/cluster/pki"
 	"github.com/klab-dev/klab/cluster/runtime"
 )
-
-// lbProcess is the load balancer.
-type lbProcess struct {
-	b      *lb.Balancer
-	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
-	err    error
-}
 
 // LB starts the load balancer in front of the API servers: it accepts on
 // spec.Listen and forwards each connection to a backend whose /readyz,
@@ -29,8 +19,7 @@ func LB(ctx context.Context, spec runtime.LBSpec, logger *slog.Logger) (Process,
 		return nil, err
 	}
 	// The balancer lives until stopped, not until the start request ends.
-	runCtx, cancel := context.WithCancel(context.Background())
-	b, err := lb.Start(runCtx, lb.Config{
+	b, err := lb.Start(context.Background(), lb.Config{
 		Listen:   spec.Listen,
 		Backends: spec.Backends,
 		Health:   lb.HTTPSHealth(p.CAPEM),
@@ -39,24 +28,8 @@ func LB(ctx context.Context, spec runtime.LBSpec, logger *slog.Logger) (Process,
 		},
 	})
 	if err != nil {
-		cancel()
 		return nil, err
 	}
 	logger.Info("load balancer serving", "listen", b.Addr(), "backends", spec.Backends)
-	return &lbProcess{b: b, cancel: cancel, done: make(chan struct{})}, nil
+	return b, nil
 }
-
-func (p *lbProcess) Stop() error {
-	p.once.Do(func() {
-		p.cancel()
-		p.err = p.b.Close()
-		close(p.done)
-	})
-	return p.err
-}
-
-// Kill is Stop: the balancer holds no state that a graceful stop would
-// save, and closing it cuts every proxied connection either way.
-func (p *lbProcess) Kill()                 { p.Stop() }
-func (p *lbProcess) Done() <-chan struct{} { return p.done }
-func (p *lbProcess) Err() error            { return nil }
