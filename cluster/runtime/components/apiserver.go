@@ -2,6 +2,7 @@ package components
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -77,7 +78,13 @@ func APIServer(ctx context.Context, ref runtime.Ref, spec runtime.APIServerSpec,
 	return &apiServerProcess{srv: srv, etcd: cli}, nil
 }
 
-func (p *apiServerProcess) Stop() error           { p.srv.Stop(); return p.etcd.Close() }
+// Stop stops the API server gracefully, then its etcd client; it reports
+// why the server had failed, if it had, and the client's close error.
+func (p *apiServerProcess) Stop() error {
+	err := p.srv.Stop()
+	return errors.Join(err, p.etcd.Close())
+}
+
 func (p *apiServerProcess) Kill()                 { p.srv.Kill(); p.etcd.Close() }
 func (p *apiServerProcess) Pause() error          { p.srv.Pause(); return nil }
 func (p *apiServerProcess) Resume() error         { p.srv.Resume(); return nil }
