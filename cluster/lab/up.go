@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 	"github.com/klab-dev/klab/cluster/runtime"
 )
 
@@ -69,10 +70,7 @@ type Cluster struct {
 
 // newCluster returns a cluster in PhaseStarting, with no runtime yet.
 func newCluster(spec Spec, dir string, logger *slog.Logger) *Cluster {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	c := &Cluster{spec: spec, dir: dir, logger: logger, shutdown: make(chan struct{})}
+	c := &Cluster{spec: spec, dir: dir, logger: componentbase.Logger(logger), shutdown: make(chan struct{})}
 	c.phase.Store(PhaseStarting)
 	c.shutdownReason.Store("")
 	return c

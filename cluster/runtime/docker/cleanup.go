@@ -16,6 +16,7 @@ import (
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 	"github.com/klab-dev/klab/cluster/runtime/docker/labels"
 )
 
@@ -72,7 +73,7 @@ func RemoveCluster(ctx context.Context, cluster string, logger *slog.Logger) err
 		return err
 	}
 	defer cli.Close()
-	return removeCluster(ctx, cli, cluster, discard(logger))
+	return removeCluster(ctx, cli, cluster, componentbase.Logger(logger))
 }
 
 // removalRounds bounds how often removeCluster lists the containers again:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -90,11 +89,3 @@ func engineSocket(cli *client.Client) string {
 
 // notFound reports whether err says the object does not exist.
 func notFound(err error) bool { return cerrdefs.IsNotFound(err) }
-
-// discard returns l, or a logger that drops everything when l is nil.
-func discard(l *slog.Logger) *slog.Logger {
-	if l == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return l
-}

@@ -16,6 +16,7 @@ import (
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/client"
 
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 	"github.com/klab-dev/klab/cluster/runtime/docker/labels"
 )
 
@@ -66,7 +67,7 @@ var buildIDPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
 // builder; nothing is pulled, no Dockerfile is written to disk. An image
 // whose io.klab.build-id label matches is kept as it is.
 func EnsureImage(ctx context.Context, opts ImageOptions) (ImageInfo, error) {
-	logger := discard(opts.Logger)
+	logger := componentbase.Logger(opts.Logger)
 	binary, err := imageBinary(opts.Binary)
 	if err != nil {
 		return ImageInfo{}, err

@@ -11,6 +11,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 	"github.com/klab-dev/klab/cluster/runtime"
 	"github.com/klab-dev/klab/cluster/runtime/docker/labels"
 )
@@ -47,7 +48,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if opts.Cluster == "" || labels.SanitizeName(opts.Cluster) != opts.Cluster {
 		return nil, fmt.Errorf("cluster name %q cannot name Docker objects: use letters, digits, '_', '.' and '-'", opts.Cluster)
 	}
-	opts.Logger = discard(opts.Logger)
+	opts.Logger = componentbase.Logger(opts.Logger)
 	cli, err := newClient()
 	if err != nil {
 		return nil, err

@@ -23,6 +23,7 @@ import (
 	"sync"
 
 	"github.com/klab-dev/klab/cluster/etcd/fault"
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 	"github.com/klab-dev/klab/cluster/runtime"
 )
 
@@ -56,9 +57,7 @@ var _ runtime.Runtime = (*Runtime)(nil)
 
 // New returns a runtime for one cluster with a healthy network.
 func New(opts Options) *Runtime {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.Logger = componentbase.Logger(opts.Logger)
 	return &Runtime{
 		opts:   opts,
 		faults: fault.NewTable(),

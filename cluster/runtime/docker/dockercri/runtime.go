@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/netip"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 	"github.com/klab-dev/klab/cluster/kubelet/cri"
 	"github.com/klab-dev/klab/cluster/runtime/docker/labels"
 )
@@ -71,11 +71,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		docker.Close()
 		return nil, fmt.Errorf("create docker container runtime: %w", err)
 	}
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	r.logger = logger.With("node", cfg.Node, "runtime", "docker")
+	r.logger = componentbase.Logger(cfg.Logger).With("node", cfg.Node, "runtime", "docker")
 	r.inspected.entries = map[string]container.InspectResponse{}
 	r.events = make(chan cri.Event, eventBuffer)
 	r.eventsDone = make(chan struct{})
