@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/internal/testenv"
 	"github.com/klab-dev/klab/lessons"
 	"github.com/klab-dev/klab/ui/internal/uitest"
 )
@@ -59,9 +60,7 @@ func memberListRunner(t *testing.T, name string) func(ctx context.Context, args 
 // workspace's cluster, and quit removing the cluster. The progress file
 // in KLAB_HOME keeps step 1 done and step 2 as the current step.
 func TestLessonFlow(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a local cluster")
-	}
+	testenv.EndToEnd(t)
 	name, opts := flowOptions(t, "lesson", func(name string, o *Options) { o.Run = memberListRunner(t, name) })
 	if opts.Progress == nil {
 		t.Fatal("no progress opened in KLAB_HOME")

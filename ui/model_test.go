@@ -16,6 +16,7 @@ import (
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/internal/testenv"
 	"github.com/klab-dev/klab/ui/internal/uitest"
 	"github.com/klab-dev/klab/ui/labio"
 	"github.com/klab-dev/klab/ui/workspace"
@@ -106,9 +107,7 @@ func TestFullHelp(t *testing.T) {
 // view with a real leader, kill it, see a new one, and quit keeping the
 // data.
 func TestHomeStartWorkspace(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a local cluster")
-	}
+	testenv.EndToEnd(t)
 	testHome(t)
 	m := newModel(t)
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 40))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/internal/testenv"
 )
 
 // TestReshapeFlow follows the quorum lesson from a step on three members
@@ -13,9 +14,7 @@ import (
 // cluster, removes it, starts one of two members under the same name
 // (showing its creation steps), and opens again on that step.
 func TestReshapeFlow(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts two local clusters")
-	}
+	testenv.EndToEnd(t)
 	name, opts := flowOptions(t, "reshape", func(_ string, o *Options) { o.Lesson = "quorum/heal" })
 	l := opts.lesson
 	two, at := l.Step("two-members")

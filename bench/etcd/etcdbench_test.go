@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/klab-dev/klab/internal/testenv"
 )
 
 func TestPercentile(t *testing.T) {
@@ -51,9 +53,7 @@ func seq(n int) []int {
 // system, so the benchmark cannot rot unnoticed: every put must succeed and
 // a killed leader must be replaced well within the give-up time.
 func TestBothSystems(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts two 3-member clusters")
-	}
+	testenv.EndToEnd(t)
 	for _, sys := range []string{"klab", "etcd"} {
 		t.Run(sys, func(t *testing.T) {
 			c := startForTest(t, sys, true)

@@ -31,6 +31,7 @@ import (
 	"github.com/klab-dev/klab/cluster/apiserver"
 	"github.com/klab-dev/klab/cluster/apiserver/apiservertest"
 	"github.com/klab-dev/klab/cluster/apiserver/auth"
+	"github.com/klab-dev/klab/internal/testenv"
 )
 
 // kubectlEnv makes the test binary run kubectl with its arguments.
@@ -247,9 +248,7 @@ data:
 // TestKubectl walks through what a student does with kubectl on a new
 // cluster. The steps build on each other, in order.
 func TestKubectl(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs kubectl as a subprocess many times")
-	}
+	testenv.EndToEnd(t)
 	t.Parallel()
 	c := apiservertest.New(t, apiservertest.Options{})
 	cs := adminClient(t, c)

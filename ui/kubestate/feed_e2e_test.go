@@ -15,15 +15,14 @@ import (
 
 	"github.com/klab-dev/klab/cluster/lab"
 	"github.com/klab-dev/klab/cluster/runtime"
+	"github.com/klab-dev/klab/internal/testenv"
 )
 
 // The feed against a real cluster: nodes Ready, leases held by the master,
 // each kube-proxy's mode, a mode switch arriving from the kube-proxies'
 // event streams, and the API server going away and coming back.
 func TestFeedOnCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a whole cluster")
-	}
+	testenv.EndToEnd(t)
 	// A short path: the cluster's control socket lives in the state dir.
 	home, err := os.MkdirTemp("", "klab")
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/kubectl/pkg/polymorphichelpers"
 
 	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil/controllertest"
+	"github.com/klab-dev/klab/internal/testenv"
 )
 
 // TestRolloutAgainstAPIServer runs the controller against klab's real API
@@ -25,9 +26,7 @@ import (
 // untainted node only, and roll a new image out until `kubectl rollout
 // status` (kubectl's own StatusViewer) says it is done.
 func TestRolloutAgainstAPIServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts etcd and an API server")
-	}
+	testenv.EndToEnd(t)
 	c := controllertest.StartCluster(t, Init)
 	ns := controllertest.Namespace
 	ctx := context.Background()

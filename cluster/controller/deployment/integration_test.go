@@ -19,6 +19,7 @@ import (
 
 	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil/controllertest"
 	"github.com/klab-dev/klab/cluster/controller/replicaset"
+	"github.com/klab-dev/klab/internal/testenv"
 )
 
 // TestRolloutAndUndoAgainstAPIServer runs the Deployment and ReplicaSet
@@ -27,9 +28,7 @@ import (
 // --revision) must finish for each rollout, and `kubectl rollout undo`
 // (its Rollbacker) must bring back the first ReplicaSet as revision 3.
 func TestRolloutAndUndoAgainstAPIServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts etcd and an API server")
-	}
+	testenv.EndToEnd(t)
 	c := controllertest.StartCluster(t, Init, replicaset.Init)
 	ns := controllertest.Namespace
 	ctx := context.Background()

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil/controllertest"
+	"github.com/klab-dev/klab/internal/testenv"
 )
 
 // TestAgainstAPIServer runs the controller against klab's real API
@@ -21,9 +22,7 @@ import (
 // rest, reports readiness the test writes in place of kubelets, and
 // scales down.
 func TestAgainstAPIServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts etcd and an API server")
-	}
+	testenv.EndToEnd(t)
 	c := controllertest.StartCluster(t, Init)
 	ns := controllertest.Namespace
 	ctx := context.Background()

@@ -26,6 +26,7 @@ import (
 
 	"github.com/klab-dev/klab/cluster/etcd"
 	"github.com/klab-dev/klab/cluster/etcd/fault"
+	"github.com/klab-dev/klab/internal/testenv"
 )
 
 // Cluster is a set of members started together.
@@ -59,8 +60,8 @@ func New(t testing.TB, n int, tune func(*etcd.Config)) *Cluster {
 	t.Helper()
 	// testing.Short panics outside a test binary (etcdbench runs clusters
 	// too).
-	if testing.Testing() && testing.Short() {
-		t.Skip("end-to-end: starts a real etcd cluster (skipped with -short)")
+	if testing.Testing() {
+		testenv.EndToEnd(t)
 	}
 	c := &Cluster{t: t, Dir: t.TempDir(), Faults: fault.NewTable(), Tune: tune}
 	// A port FreeAddr found free may be taken (by another test's outgoing

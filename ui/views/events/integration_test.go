@@ -18,6 +18,7 @@ import (
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/internal/testenv"
 	"github.com/klab-dev/klab/ui/internal/uitest"
 	"github.com/klab-dev/klab/ui/views/events/feed/feedtest"
 	"github.com/klab-dev/klab/ui/views/scheduler"
@@ -29,9 +30,7 @@ import (
 // decision in the Scheduler view, the Scheduled Event and the binding
 // request in this one.
 func TestFeedsFromARealCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a cluster")
-	}
+	testenv.EndToEnd(t)
 	// A short home: the control socket's path must fit a Unix socket's.
 	home, err := os.MkdirTemp("", "klab")
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/internal/testenv"
 )
 
 // TestProxyViewOnLocalCluster starts a small cluster in this process (the
@@ -26,9 +27,7 @@ import (
 // its three endpoints and its rules, and t sends a burst that the three
 // pods answer.
 func TestProxyViewOnLocalCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a cluster")
-	}
+	testenv.EndToEnd(t)
 	home := t.TempDir()
 	t.Setenv("KLAB_HOME", home)
 	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(home, "no-docker.sock"))
