@@ -38,7 +38,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg cri
 	l[labels.SandboxID] = sb.ID
 	l[labels.ContainerName] = cfg.Name
 	l[labels.Attempt] = strconv.Itoa(cfg.Attempt)
-	l[labelCRILabels] = encodeCRILabels(cfg.Labels)
+	l[labels.PodLabels] = encodeCRILabels(cfg.Labels)
 
 	config := &container.Config{
 		Image:  cfg.Image,

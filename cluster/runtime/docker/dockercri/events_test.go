@@ -49,7 +49,7 @@ func TestEventsReconnect(t *testing.T) {
 	first := time.Date(2024, 1, 2, 3, 4, 5, 6, time.UTC)
 	attrs := map[string]string{
 		labels.Cluster: "lab", labels.Node: "n1", labels.Role: labels.RolePod,
-		labels.SandboxID: "sb1", labelCRILabels: `{"io.kubernetes.pod.uid":"u1"}`,
+		labels.SandboxID: "sb1", labels.PodLabels: `{"io.kubernetes.pod.uid":"u1"}`,
 	}
 	streams := make(chan string, 2) // each stream's since and filters
 	var calls atomic.Int32

@@ -101,7 +101,7 @@ func (r *Runtime) startSandbox(ctx context.Context, cfg cri.SandboxConfig, ip ne
 	l[labels.PodNamespace] = cfg.Namespace
 	l[labels.PodUID] = cfg.PodUID
 	l[labels.Attempt] = strconv.Itoa(attempt)
-	l[labelCRILabels] = encodeCRILabels(cfg.Labels)
+	l[labels.PodLabels] = encodeCRILabels(cfg.Labels)
 	created, err := r.docker.ContainerCreate(ctx,
 		&container.Config{Image: r.cfg.PauseImage, Cmd: []string{pauseCommand}, Hostname: hostname, Labels: l},
 		&container.HostConfig{NetworkMode: container.NetworkMode(r.cfg.Network), LogConfig: logConfig()},

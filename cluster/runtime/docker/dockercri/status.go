@@ -12,15 +12,6 @@ import (
 	"github.com/klab-dev/klab/cluster/runtime/docker/labels"
 )
 
-// labelCRILabels holds the labels the kubelet gave a sandbox or container
-// (cri.SandboxConfig.Labels, cri.ContainerConfig.Labels), JSON-encoded, so
-// that they come back exactly as given whatever they are. The pod's name,
-// namespace and UID are also labels of their own, for `docker ps --filter`.
-//
-// TODO(integrator): move to cluster/runtime/docker/labels if anything else
-// needs it.
-const labelCRILabels = labels.PodLabels
-
 // Reason and exit code of a container the engine could not start, as
 // containerd (and the in-process runtime) report it.
 const (
@@ -31,7 +22,11 @@ const (
 	exitCodeOOMKilled = 137
 )
 
-// encodeCRILabels is labelCRILabels's value.
+// encodeCRILabels is the value of labels.PodLabels: the labels the kubelet
+// gave a sandbox or container (cri.SandboxConfig.Labels,
+// cri.ContainerConfig.Labels), JSON-encoded, so that they come back exactly
+// as given whatever they are. The pod's name, namespace and UID are also
+// labels of their own, for `docker ps --filter`.
 func encodeCRILabels(l map[string]string) string {
 	if l == nil {
 		l = map[string]string{}
@@ -45,7 +40,7 @@ func encodeCRILabels(l map[string]string) string {
 // pod labels, which is what the kubelet finds its pods by.
 func criLabels(l map[string]string) map[string]string {
 	var out map[string]string
-	if err := json.Unmarshal([]byte(l[labelCRILabels]), &out); err == nil && out != nil {
+	if err := json.Unmarshal([]byte(l[labels.PodLabels]), &out); err == nil && out != nil {
 		return out
 	}
 	out = map[string]string{}
