@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/internal/testenv"
 	"github.com/klab-dev/klab/lessons"
 )
 
@@ -64,6 +65,7 @@ func testRunner(t *testing.T, name string) Runner {
 }
 
 func TestCheckLesson(t *testing.T) {
+	testenv.EndToEnd(t)
 	all, err := lessons.LoadDir("testdata/lessons")
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/internal/testenv"
 	"github.com/klab-dev/klab/lessons"
 )
 
@@ -79,6 +80,7 @@ type sharedCluster struct {
 // get starts the shared cluster in a child process, once, and returns it.
 func (s *sharedCluster) get(t *testing.T) *lab.Info {
 	t.Helper()
+	testenv.EndToEnd(t)
 	s.once.Do(func() {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), clusterEnv+"="+sharedName)
