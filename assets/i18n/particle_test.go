@@ -248,6 +248,7 @@ func TestArgumentParticlesUseMarkers(t *testing.T) {
 				continue
 			}
 			if m := bareParticle.FindString(after); m != "" {
+				m = strings.TrimRightFunc(m, func(r rune) bool { return r < '가' || r > '힣' })
 				t.Errorf("%s: particle %q after argument %q is fixed; write it undecided (%s) so that it agrees with the argument",
 					key, m, msg[loc[0]:loc[1]], suggest(m))
 			}
