@@ -296,7 +296,7 @@ func TestLiteralParticlesAgree(t *testing.T) {
 			checked++
 			if written != want {
 				t.Errorf("%s: %q is followed by %s; klab reads it as wanting %s",
-					key, msg[max(0, loc[2]-24):loc[2]], written, want)
+					key, tail(msg[:loc[2]], 16), written, want)
 			}
 		}
 	}
@@ -312,4 +312,10 @@ func particleOf(form string) Particle {
 		}
 	}
 	panic("not a particle: " + form)
+}
+
+// tail returns the last n characters of s.
+func tail(s string, n int) string {
+	r := []rune(s)
+	return string(r[max(0, len(r)-n):])
 }
