@@ -7,7 +7,9 @@
 // written natively rather than translated word for word. Messages are
 // fmt format strings; a translation may reorder its arguments with explicit
 // indexes (%[2]s), and the package test fails when a key is missing in either
-// language or when the two disagree on an argument's verb.
+// language or when the two disagree on an argument's verb. A Korean particle
+// after an argument is written undecided, 을(를), and takes the form that
+// agrees with the argument when the message is rendered (see Particle).
 //
 // The current language is process-wide and may change at any moment (the TUI
 // switches it on a key press), so callers render a message when they show it,
@@ -115,9 +117,9 @@ func T(key string, args ...any) string { return Current().T(key, args...) }
 // English, and a key missing everywhere renders as the key itself so that the
 // gap is visible rather than silent.
 func (l Lang) T(key string, args ...any) string {
-	format, ok := catalogues[l][key]
+	msg, ok := catalogues[l][key]
 	if !ok {
-		format, ok = catalogues[English][key]
+		msg, ok = catalogues[English][key]
 	}
 	if !ok {
 		if len(args) == 0 {
@@ -125,10 +127,7 @@ func (l Lang) T(key string, args ...any) string {
 		}
 		return key + fmt.Sprint(args...)
 	}
-	if len(args) == 0 {
-		return format
-	}
-	return fmt.Sprintf(format, args...)
+	return format(msg, args)
 }
 
 // Has reports whether key exists in language l's catalogue.

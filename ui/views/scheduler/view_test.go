@@ -107,7 +107,7 @@ func TestPendingPodExplained(t *testing.T) {
 	}{
 		{i18n.English, []string{"0/6 nodes are available: 3 Insufficient cpu, 3 node(s) had untolerated taint(s).",
 			"3 Insufficient cpu", "lack the free CPU", "3 node(s) had untolerated taint(s)", "tolerate", "stays Pending"}},
-		{i18n.Korean, []string{"3 Insufficient cpu", "CPU 여유가 없습니다", "toleration", "Pending 상태로"}},
+		{i18n.Korean, []string{"3 Insufficient cpu", "CPU 여유가 없습니다", "톨러레이션", "Pending 상태로"}},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.lang), func(t *testing.T) {
