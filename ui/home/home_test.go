@@ -36,7 +36,7 @@ func press(m *Model, keys ...string) tea.Cmd {
 }
 
 func TestHomeGolden(t *testing.T) {
-	running := labio.RunningMsg{Clusters: []labio.Running{{Name: "t1", Masters: 3, Runtime: "local", PID: 4242}}}
+	running := labio.RunningMsg{Clusters: []labio.Running{{Name: "d1", Masters: 3, Runtime: "docker", Containers: 23}, {Name: "t1", Masters: 3, Runtime: "local", PID: 4242}}}
 	steps := []lab.StepEvent{
 		{Title: i18n.M("up.step.nodes", 3, "local"), Phase: lab.StepDone, Elapsed: 2 * time.Millisecond},
 		{Title: i18n.M("up.step.etcd", 3), Phase: lab.StepDone, Elapsed: 31 * time.Millisecond},

@@ -101,7 +101,11 @@ func (m *Model) formLines(w int) []string {
 				lines = append(lines, "", s.Home.Section.Render(i18n.T("ui.home.running")))
 			}
 			c := m.running[r.index]
-			lines = append(lines, action(focused, i18n.T("ui.home.attach", c.Name, c.Masters, c.Runtime, c.PID)))
+			label := i18n.T("ui.home.attach", c.Name, c.Masters, c.Runtime, c.PID)
+			if c.PID == 0 {
+				label = i18n.T("ui.home.attach-engine", c.Name, c.Masters, c.Containers)
+			}
+			lines = append(lines, action(focused, label))
 			continue
 		}
 		label := common.Pad(i18n.T(labels[r.kind]), labelW)
@@ -239,6 +243,9 @@ func (m *Model) hint(r row) string {
 		return i18n.T("ui.home.hint.name")
 	case rowStart:
 		return i18n.T("ui.home.hint.start")
+	}
+	if m.running[r.index].PID == 0 {
+		return i18n.T("ui.home.hint.attach-engine")
 	}
 	return i18n.T("ui.home.hint.attach")
 }

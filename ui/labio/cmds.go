@@ -94,6 +94,13 @@ func Attach(name string) tea.Cmd {
 		if err != nil {
 			return FailedMsg{Err: err}
 		}
+		if info.Runtime == lab.RuntimeDocker {
+			c, err := lab.Attach(ctx, name)
+			if err != nil {
+				return FailedMsg{Err: err}
+			}
+			return ReadyMsg{Lab: InEngine(c)}
+		}
 		c, err := lab.Connect(ctx, name)
 		if err != nil {
 			return FailedMsg{Err: err}
@@ -102,12 +109,14 @@ func Attach(name string) tea.Cmd {
 	}
 }
 
-// Running describes a cluster some klab process runs right now.
+// Running describes a cluster that runs right now: in a klab process (PID),
+// or in the Docker engine's containers (Containers running, PID 0).
 type Running struct {
-	Name    string
-	Masters int
-	Runtime string
-	PID     int
+	Name       string
+	Masters    int
+	Runtime    string
+	PID        int
+	Containers int
 }
 
 // RunningMsg lists the running clusters found in klab's state dir.
@@ -137,12 +146,7 @@ func ScanRunning() tea.Cmd {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			c, err := lab.Connect(ctx, e.Name())
-			if err == nil {
-				r := Running{Name: info.Name, Masters: len(info.Members), Runtime: info.Runtime}
-				if st, err := c.Status(ctx); err == nil {
-					r.PID = st.PID
-				}
+			if r, ok := running(ctx, info); ok {
 				out = append(out, r)
 			}
 			cancel()
@@ -150,6 +154,27 @@ func ScanRunning() tea.Cmd {
 		sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 		return RunningMsg{Clusters: out}
 	}
+}
+
+// running reports whether the cluster of info runs: a Docker cluster when
+// any of its containers does (it needs no klab process; klab up returned
+// long ago), a local one when its klab up process answers on the control
+// socket.
+func running(ctx context.Context, info *lab.Info) (Running, bool) {
+	r := Running{Name: info.Name, Masters: len(info.Members), Runtime: info.Runtime}
+	if info.Runtime == lab.RuntimeDocker {
+		n, err := docker.RunningContainers(ctx, info.Name)
+		r.Containers = n
+		return r, err == nil && n > 0
+	}
+	c, err := lab.Connect(ctx, info.Name)
+	if err != nil {
+		return r, false
+	}
+	if st, err := c.Status(ctx); err == nil {
+		r.PID = st.PID
+	}
+	return r, true
 }
 
 // ObservationsMsg carries the observations that arrived since the last

@@ -70,6 +70,17 @@ func (o owned) Close(ctx context.Context, remove bool) error {
 	return err
 }
 
+// inEngine is a Docker cluster that another klab command created: it lives
+// in the engine's containers, which the workspace acts on through the engine
+// as klab chaos does, and it keeps running when klab quits.
+type inEngine struct{ owned }
+
+// InEngine wraps a Docker cluster attached through the engine (lab.Attach).
+func InEngine(c *lab.Cluster) Lab { return inEngine{owned{c}} }
+
+func (inEngine) Owned() bool                       { return false }
+func (inEngine) Close(context.Context, bool) error { return nil }
+
 // attached is a cluster a `klab up` process runs.
 type attached struct {
 	c    *lab.Client

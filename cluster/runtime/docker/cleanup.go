@@ -60,6 +60,23 @@ func ListClusters(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
+// RunningContainers counts the cluster's containers that are running: its
+// nodes, components and pods. A cluster whose count is zero was stopped
+// (klab stop, or the engine restarted) or never finished starting.
+func RunningContainers(ctx context.Context, cluster string) (int, error) {
+	cli, err := newClient()
+	if err != nil {
+		return 0, err
+	}
+	defer cli.Close()
+	f := filters.NewArgs(filters.Arg("label", labels.Cluster+"="+cluster), filters.Arg("status", "running"))
+	containers, err := cli.ContainerList(ctx, container.ListOptions{Filters: f})
+	if err != nil {
+		return 0, fmt.Errorf("list containers of cluster %s: %w", cluster, err)
+	}
+	return len(containers), nil
+}
+
 // RemoveCluster deletes every container, volume and network labelled with
 // the cluster's name: the runtime's nodes and components, and the pods and
 // sandboxes kubelets made. It works on whatever is left, a whole cluster or
