@@ -264,7 +264,11 @@ func (m *Model) cleanup(out io.Writer) error {
 	if out != nil {
 		dir := stateDirOf(info.Name)
 		if _, statErr := os.Stat(dir); statErr == nil {
-			fmt.Fprintln(out, i18n.T("ui.bye.kept", info.Name, dir))
+			if info.Runtime == lab.RuntimeDocker {
+				fmt.Fprintln(out, i18n.T("ui.bye.kept-docker", info.Name))
+			} else {
+				fmt.Fprintln(out, i18n.T("ui.bye.kept", info.Name, dir))
+			}
 		} else {
 			fmt.Fprintln(out, i18n.T("ui.bye.removed", info.Name))
 		}

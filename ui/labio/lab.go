@@ -60,6 +60,11 @@ func (o owned) Put(ctx context.Context, key, value string) error {
 }
 
 func (o owned) Close(ctx context.Context, remove bool) error {
+	if o.c.Detached() && !remove {
+		// A Docker cluster lives in its containers, which closing this
+		// process would leave running: stop them, as klab stop does.
+		return lab.Stop(ctx, o.c.Spec().Name, nil)
+	}
 	err := o.c.Close(ctx, nil)
 	if remove {
 		// The control socket is closed now, so Down finds nothing running

@@ -7,6 +7,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/cluster/lab"
 	"github.com/klab-dev/klab/lessons"
 	"github.com/klab-dev/klab/ui/common"
 	"github.com/klab-dev/klab/ui/keys"
@@ -157,8 +158,12 @@ func (d *dialog) render(m *Model, width int) string {
 		for _, l := range common.Pack(strings.Fields(i18n.T("ui.dlg.quit-body", m.info.Name)), w, " ") {
 			lines = append(lines, s.Dialog.Note.Render(l))
 		}
+		keep := i18n.T("ui.dlg.keep", m.info.Name)
+		if m.info.Runtime == lab.RuntimeDocker {
+			keep = i18n.T("ui.dlg.keep-docker", m.info.Name)
+		}
 		lines = append(lines, "",
-			s.Dialog.Item.Render(common.Fit("k  "+i18n.T("ui.dlg.keep", m.info.Name), w)),
+			s.Dialog.Item.Render(common.Fit("k  "+keep, w)),
 			s.Dialog.Item.Render(common.Fit("r  "+i18n.T("ui.dlg.remove"), w)),
 			s.Dialog.Note.Render(common.Fit("esc  "+i18n.T("ui.dlg.stay"), w)))
 	default:

@@ -181,16 +181,27 @@ func TestQuit(t *testing.T) {
 }
 
 func TestQuitDialogGolden(t *testing.T) {
-	for _, lang := range uitest.Langs {
-		t.Run(string(lang), func(t *testing.T) {
-			m, _ := fixture(t, true)
-			i18n.SetLang(lang)
-			*m.c.Keys = *keysDefault()
-			press(m, "q")
-			got := m.View()
-			uitest.CheckFrame(t, got, 120, 40)
-			uitest.Golden(t, "quit-"+string(lang), got)
-		})
+	for _, rt := range []string{lab.RuntimeLocal, lab.RuntimeDocker} {
+		for _, lang := range uitest.Langs {
+			t.Run(rt+"-"+string(lang), func(t *testing.T) {
+				m, _ := fixture(t, true)
+				info := *m.info
+				info.Runtime = rt
+				m.info = &info
+				i18n.SetLang(lang)
+				*m.c.Keys = *keysDefault()
+				press(m, "q")
+				got := m.View()
+				uitest.CheckFrame(t, got, 120, 40)
+				// A Docker cluster's containers outlive this process:
+				// keeping it means stopping them, for klab start.
+				name := "quit-" + string(lang)
+				if rt == lab.RuntimeDocker {
+					name = "quit-docker-" + string(lang)
+				}
+				uitest.Golden(t, name, got)
+			})
+		}
 	}
 }
 
