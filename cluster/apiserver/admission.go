@@ -160,6 +160,20 @@ func (s *Server) admitNamespace(ctx context.Context, namespace string) error {
 	return nil
 }
 
+// immortalNamespaces are the namespaces NamespaceLifecycle never lets go:
+// the cluster's own objects live in them.
+var immortalNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic}
+
+// admitDelete is the NamespaceLifecycle plugin on deletes: default,
+// kube-system and kube-public may not be deleted, whoever asks (a
+// `kubectl delete ns --all` included), with upstream's message.
+func admitDelete(res *registry.Resource, name string) error {
+	if res.GVK().GroupKind() == corev1.SchemeGroupVersion.WithKind("Namespace").GroupKind() && slices.Contains(immortalNamespaces, name) {
+		return apierrors.NewForbidden(res.GroupResource(), name, errors.New("this namespace may not be deleted"))
+	}
+	return nil
+}
+
 // admitCreate runs the mutating admission plugins for new objects.
 func (s *Server) admitCreate(ctx context.Context, res *registry.Resource, obj runtime.Object) error {
 	pod, ok := obj.(*corev1.Pod)
