@@ -31,16 +31,15 @@ const defaultTolerationSeconds int64 = 300
 
 // prepareForCreate sets what the server owns on a new object, as each
 // resource's strategy PrepareForCreate does: identity and timestamps, a
-// fresh status where the status belongs to a controller, generation 1.
+// fresh status where the status belongs to a controller, generation 1
+// for the kinds that have one (generation.go).
 func prepareForCreate(res *registry.Resource, obj runtime.Object) {
 	m, _ := meta.Accessor(obj)
 	m.SetUID(types.UID(uuid.NewUUID()))
 	m.SetCreationTimestamp(metav1.NewTime(time.Now().Truncate(time.Second)))
 	m.SetDeletionTimestamp(nil)
 	m.SetDeletionGracePeriodSeconds(nil)
-	// Objects with a spec count its changes in metadata.generation;
-	// others (ConfigMaps, Secrets, ...) have none, as upstream.
-	if reflect.ValueOf(obj).Elem().FieldByName("Spec").IsValid() {
+	if tracksGeneration(obj) {
 		m.SetGeneration(1)
 	} else {
 		m.SetGeneration(0)
@@ -69,8 +68,8 @@ func prepareForCreate(res *registry.Resource, obj runtime.Object) {
 
 // prepareForUpdate keeps what a client may not change through this
 // endpoint: server-owned metadata always; the status through the main
-// resource and everything but the status through /status. A spec change
-// bumps the generation.
+// resource and everything but the status through /status. A change to
+// the desired state bumps the generation (generation.go).
 func prepareForUpdate(res *registry.Resource, sub string, obj, current runtime.Object) error {
 	m, _ := meta.Accessor(obj)
 	cm, _ := meta.Accessor(current)
@@ -127,10 +126,8 @@ func prepareForUpdate(res *registry.Resource, sub string, obj, current runtime.O
 		}
 	}
 	defaults.Default(obj)
-	if spec := reflect.ValueOf(obj).Elem().FieldByName("Spec"); spec.IsValid() {
-		if !reflect.DeepEqual(spec.Interface(), reflect.ValueOf(current).Elem().FieldByName("Spec").Interface()) {
-			m.SetGeneration(cm.GetGeneration() + 1)
-		}
+	if tracksGeneration(obj) && generationChanged(obj, current) {
+		m.SetGeneration(cm.GetGeneration() + 1)
 	}
 	if m.GetDeletionTimestamp() != nil && !slices.Equal(m.GetFinalizers(), cm.GetFinalizers()) {
 		// Removing finalizers is how controllers finish a deletion;
