@@ -44,7 +44,6 @@ func prepareForCreate(res *registry.Resource, obj runtime.Object) {
 	} else {
 		m.SetGeneration(0)
 	}
-	m.SetManagedFields(nil)
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		// defaults.Default below starts it Pending with its QoS class.
@@ -85,7 +84,6 @@ func prepareForUpdate(res *registry.Resource, sub string, obj, current runtime.O
 	m.SetDeletionTimestamp(cm.GetDeletionTimestamp())
 	m.SetDeletionGracePeriodSeconds(cm.GetDeletionGracePeriodSeconds())
 	m.SetGeneration(cm.GetGeneration())
-	m.SetManagedFields(nil)
 	if sub == registry.SubStatus {
 		if pod, ok := obj.(*corev1.Pod); ok {
 			// As upstream's pod status strategy: a status write keeps its

@@ -101,6 +101,7 @@ func (s *Server) scale(w http.ResponseWriter, req *request) {
 	// The update path below works on the parent resource.
 	parent := *req
 	parent.info.subresource = ""
+	parent.fieldsSubresource = registry.SubScale
 	var (
 		result runtime.Object
 		err    error
