@@ -59,6 +59,8 @@ func prepareForCreate(res *registry.Resource, obj runtime.Object) {
 		o.Status = appsv1.ReplicaSetStatus{}
 	case *appsv1.DaemonSet:
 		o.Status = appsv1.DaemonSetStatus{}
+	case *appsv1.StatefulSet:
+		o.Status = appsv1.StatefulSetStatus{}
 	case *batchv1.Job:
 		o.Status = batchv1.JobStatus{}
 	}

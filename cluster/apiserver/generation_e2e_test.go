@@ -58,6 +58,8 @@ func TestGeneration(t *testing.T) {
 			`{"spec":{"replicas":3}}`, generations{1, 1, 1, 1, 1, 2}},
 		{"daemonset", gvr("apps", "v1", "daemonsets"), daemonSetYAML, `{"status":{"observedGeneration":1}}`,
 			`{"spec":{"template":{"spec":{"containers":[{"name":"agent","image":"busybox:1.37"}]}}}}`, generations{1, 1, 1, 1, 1, 2}},
+		{"statefulset", gvr("apps", "v1", "statefulsets"), statefulSetYAML, `{"status":{"observedGeneration":1}}`,
+			`{"spec":{"replicas":2}}`, generations{1, 1, 1, 1, 1, 2}},
 		{"job", gvr("batch", "v1", "jobs"), jobYAML, `{"status":{"startTime":"2025-01-01T00:00:00Z"}}`,
 			`{"spec":{"parallelism":2}}`, generations{1, 1, 1, 1, 1, 2}},
 		{"endpointslice", gvr("discovery.k8s.io", "v1", "endpointslices"), endpointSliceYAML, "",
@@ -147,6 +149,18 @@ spec:
     metadata: {labels: {app: gen-rs}}
     spec:
       containers: [{name: app, image: "nginx:1.27"}]
+`
+	statefulSetYAML = `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: web, namespace: gen}
+spec:
+  serviceName: web
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: nginx, image: "nginx:1.27", ports: [{containerPort: 80, name: web}]}]
 `
 	jobYAML = `apiVersion: batch/v1
 kind: Job
