@@ -47,7 +47,7 @@ test: build
 bench:
 	$(GO) run ./bench/etcd/cmd/etcdbench
 	$(GO) run ./bench/proxy/cmd/proxybench
-	$(GO) test -count=1 -run '^$$' -bench 'Create|Get|List1000$$|WatchDelivery' -benchtime 2s ./bench/apiserver/
+	$(GO) test -count=1 -run '^$$' -bench 'Create|Apply|Get|List1000$$|WatchDelivery' -benchtime 2s ./bench/apiserver/
 	$(GO) test -count=1 -run '^$$' -bench 'List10000' -benchtime 20x ./bench/apiserver/
 	$(GO) test -count=1 -timeout 60m -run '^$$' -bench 'Density' -benchtime 1x ./bench/controlloop/
 	@if docker info >/dev/null 2>&1; then $(MAKE) build && KLAB_BINARY=$(CURDIR)/$(BIN) $(GO) run ./bench/docker/cmd/dockerbench; \

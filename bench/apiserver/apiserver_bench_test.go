@@ -10,6 +10,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -116,6 +117,77 @@ func BenchmarkCreate(b *testing.B) {
 			cs := f.client()
 			start := time.Now()
 			_, err := cs.CoreV1().ConfigMaps(namespace).Create(ctx, configMap("cm-"+strconv.Itoa(i)), metav1.CreateOptions{})
+			lat = append(lat, time.Since(start))
+			if err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+		lat.report(b)
+	})
+}
+
+// deploymentApply is the configuration BenchmarkApply applies, with its
+// replica count left to fill in.
+const deploymentApply = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"applied","namespace":"` + namespace + `"},
+"spec":{"replicas":%d,"selector":{"matchLabels":{"app":"applied"}},"template":{"metadata":{"labels":{"app":"applied"}},
+"spec":{"containers":[{"name":"web","image":"nginx:1.27","ports":[{"containerPort":80}]}]}}}}`
+
+func deployment(name string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27",
+					Ports: []corev1.ContainerPort{{ContainerPort: 80}}}}},
+			},
+		},
+	}
+}
+
+// BenchmarkCreateDeployment: one Deployment create at a time, an object
+// with a pod template, its defaults and so a larger managedFields entry
+// than a ConfigMap's.
+func BenchmarkCreateDeployment(b *testing.B) {
+	eachTopology(b, func(ctx context.Context, b *testing.B, f *fixture) {
+		var lat latencies
+		i := 0
+		for b.Loop() {
+			cs := f.client()
+			start := time.Now()
+			_, err := cs.AppsV1().Deployments(namespace).Create(ctx, deployment("web-"+strconv.Itoa(i)), metav1.CreateOptions{})
+			lat = append(lat, time.Since(start))
+			if err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+		lat.report(b)
+	})
+}
+
+// BenchmarkApply: server-side apply of one Deployment by one manager, each
+// apply changing its replica count so that every one is a write (the
+// merge by ownership, admission, validation, the etcd transaction).
+func BenchmarkApply(b *testing.B) {
+	eachTopology(b, func(ctx context.Context, b *testing.B, f *fixture) {
+		apply := func(cs kubernetes.Interface, replicas int) error {
+			_, err := cs.AppsV1().Deployments(namespace).Patch(ctx, "applied", types.ApplyPatchType,
+				[]byte(fmt.Sprintf(deploymentApply, replicas)), metav1.PatchOptions{FieldManager: "bench"})
+			return err
+		}
+		if err := apply(f.clients[0], 1); err != nil { // creates it
+			b.Fatal(err)
+		}
+		var lat latencies
+		i := 0
+		for b.Loop() {
+			cs := f.client()
+			start := time.Now()
+			err := apply(cs, 2+i%2)
 			lat = append(lat, time.Since(start))
 			if err != nil {
 				b.Fatal(err)

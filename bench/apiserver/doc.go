@@ -8,7 +8,7 @@
 // The package has benchmarks only, so a plain `go test` costs nothing;
 // run them with
 //
-//	go test -run '^$' -bench 'Create|Get|List1000$|WatchDelivery' -benchtime 2s ./bench/apiserver/
+//	go test -run '^$' -bench 'Create|Apply|Get|List1000$|WatchDelivery' -benchtime 2s ./bench/apiserver/
 //	go test -run '^$' -bench 'List10000' -benchtime 20x ./bench/apiserver/
 //
 // (a list of 10,000 pods takes most of a second, so it is timed over a

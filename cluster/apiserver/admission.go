@@ -31,21 +31,19 @@ const defaultTolerationSeconds int64 = 300
 
 // prepareForCreate sets what the server owns on a new object, as each
 // resource's strategy PrepareForCreate does: identity and timestamps, a
-// fresh status where the status belongs to a controller, generation 1.
+// fresh status where the status belongs to a controller, generation 1
+// for the kinds that have one (generation.go).
 func prepareForCreate(res *registry.Resource, obj runtime.Object) {
 	m, _ := meta.Accessor(obj)
 	m.SetUID(types.UID(uuid.NewUUID()))
 	m.SetCreationTimestamp(metav1.NewTime(time.Now().Truncate(time.Second)))
 	m.SetDeletionTimestamp(nil)
 	m.SetDeletionGracePeriodSeconds(nil)
-	// Objects with a spec count its changes in metadata.generation;
-	// others (ConfigMaps, Secrets, ...) have none, as upstream.
-	if reflect.ValueOf(obj).Elem().FieldByName("Spec").IsValid() {
+	if tracksGeneration(obj) {
 		m.SetGeneration(1)
 	} else {
 		m.SetGeneration(0)
 	}
-	m.SetManagedFields(nil)
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		// defaults.Default below starts it Pending with its QoS class.
@@ -61,6 +59,8 @@ func prepareForCreate(res *registry.Resource, obj runtime.Object) {
 		o.Status = appsv1.ReplicaSetStatus{}
 	case *appsv1.DaemonSet:
 		o.Status = appsv1.DaemonSetStatus{}
+	case *appsv1.StatefulSet:
+		o.Status = appsv1.StatefulSetStatus{}
 	case *batchv1.Job:
 		o.Status = batchv1.JobStatus{}
 	}
@@ -69,8 +69,8 @@ func prepareForCreate(res *registry.Resource, obj runtime.Object) {
 
 // prepareForUpdate keeps what a client may not change through this
 // endpoint: server-owned metadata always; the status through the main
-// resource and everything but the status through /status. A spec change
-// bumps the generation.
+// resource and everything but the status through /status. A change to
+// the desired state bumps the generation (generation.go).
 func prepareForUpdate(res *registry.Resource, sub string, obj, current runtime.Object) error {
 	m, _ := meta.Accessor(obj)
 	cm, _ := meta.Accessor(current)
@@ -86,7 +86,6 @@ func prepareForUpdate(res *registry.Resource, sub string, obj, current runtime.O
 	m.SetDeletionTimestamp(cm.GetDeletionTimestamp())
 	m.SetDeletionGracePeriodSeconds(cm.GetDeletionGracePeriodSeconds())
 	m.SetGeneration(cm.GetGeneration())
-	m.SetManagedFields(nil)
 	if sub == registry.SubStatus {
 		if pod, ok := obj.(*corev1.Pod); ok {
 			// As upstream's pod status strategy: a status write keeps its
@@ -127,10 +126,8 @@ func prepareForUpdate(res *registry.Resource, sub string, obj, current runtime.O
 		}
 	}
 	defaults.Default(obj)
-	if spec := reflect.ValueOf(obj).Elem().FieldByName("Spec"); spec.IsValid() {
-		if !reflect.DeepEqual(spec.Interface(), reflect.ValueOf(current).Elem().FieldByName("Spec").Interface()) {
-			m.SetGeneration(cm.GetGeneration() + 1)
-		}
+	if tracksGeneration(obj) && generationChanged(obj, current) {
+		m.SetGeneration(cm.GetGeneration() + 1)
 	}
 	if m.GetDeletionTimestamp() != nil && !slices.Equal(m.GetFinalizers(), cm.GetFinalizers()) {
 		// Removing finalizers is how controllers finish a deletion;
@@ -156,6 +153,20 @@ func (s *Server) admitNamespace(ctx context.Context, namespace string) error {
 	if ns := obj.(*corev1.Namespace); ns.Status.Phase == corev1.NamespaceTerminating || ns.DeletionTimestamp != nil {
 		return apierrors.NewForbidden(schemaGroupResource("", "namespaces"), namespace,
 			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", namespace))
+	}
+	return nil
+}
+
+// immortalNamespaces are the namespaces NamespaceLifecycle never lets go:
+// the cluster's own objects live in them.
+var immortalNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic}
+
+// admitDelete is the NamespaceLifecycle plugin on deletes: default,
+// kube-system and kube-public may not be deleted, whoever asks (a
+// `kubectl delete ns --all` included), with upstream's message.
+func admitDelete(res *registry.Resource, name string) error {
+	if res.GVK().GroupKind() == corev1.SchemeGroupVersion.WithKind("Namespace").GroupKind() && slices.Contains(immortalNamespaces, name) {
+		return apierrors.NewForbidden(res.GroupResource(), name, errors.New("this namespace may not be deleted"))
 	}
 	return nil
 }

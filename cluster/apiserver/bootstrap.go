@@ -56,7 +56,7 @@ func (s *Server) bootstrap(ctx context.Context) error {
 func (s *Server) ensure(ctx context.Context, gvr schema.GroupVersionResource, namespace string, obj runtime.Object) error {
 	res, _ := s.reg.Lookup(gvr)
 	m, _ := meta.Accessor(obj)
-	_, err := s.createObject(ctx, res, namespace, obj, false)
+	_, err := s.createObject(ctx, res, namespace, obj, writeParams{manager: kubeAPIServerManager})
 	if err == nil || apierrors.IsAlreadyExists(err) {
 		return nil
 	}

@@ -98,7 +98,11 @@ func (s *Server) create(w http.ResponseWriter, req *request) {
 		s.createVirtual(w, req, obj)
 		return
 	}
-	created, err := s.createObject(req.Context(), req.res, req.info.namespace, obj, isDryRun(req.Request))
+	if _, err := writeOptions(req.Request, ""); err != nil {
+		writeError(w, req.Request, err)
+		return
+	}
+	created, err := s.createObject(req.Context(), req.res, req.info.namespace, obj, writeParams{dryRun: isDryRun(req.Request), manager: managerOf(req.Request)})
 	if err != nil {
 		writeError(w, req.Request, err)
 		return
@@ -106,9 +110,21 @@ func (s *Server) create(w http.ResponseWriter, req *request) {
 	writeObject(w, req.Request, http.StatusCreated, created)
 }
 
+// writeParams are what a create carries besides its object.
+type writeParams struct {
+	// dryRun stops the create before anything is stored.
+	dryRun bool
+	// manager is the field manager the object's fields are recorded for.
+	manager string
+	// applied is set when a server-side apply made the object and has
+	// recorded its managed fields already.
+	applied bool
+}
+
 // createObject runs an object through admission and validation and stores
 // it.
-func (s *Server) createObject(ctx context.Context, res *registry.Resource, namespace string, obj runtime.Object, dryRun bool) (runtime.Object, error) {
+func (s *Server) createObject(ctx context.Context, res *registry.Resource, namespace string, obj runtime.Object, p writeParams) (runtime.Object, error) {
+	dryRun := p.dryRun
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
@@ -122,6 +138,13 @@ func (s *Server) createObject(ctx context.Context, res *registry.Resource, names
 		}
 	}
 	prepareForCreate(res, obj)
+	if !p.applied {
+		// Upstream records the fields before mutating admission, so
+		// what admission adds (a pod's service account and tolerations)
+		// belongs to nobody.
+		obj = s.manageFields(res, "", res.New(), obj, p.manager)
+		m, _ = meta.Accessor(obj)
+	}
 	if err := s.admitCreate(ctx, res, obj); err != nil {
 		return nil, err
 	}
@@ -183,6 +206,10 @@ func (s *Server) update(w http.ResponseWriter, req *request) {
 		return
 	}
 	addWarnings(w, warnings)
+	if _, err := writeOptions(req.Request, ""); err != nil {
+		writeError(w, req.Request, err)
+		return
+	}
 	updated, err := s.updateObject(req.Context(), req, func(current runtime.Object) (runtime.Object, error) {
 		return obj.DeepCopyObject(), nil
 	})
@@ -231,6 +258,12 @@ func (s *Server) updateObject(ctx context.Context, req *request, newObject func(
 		m.SetResourceVersion(cm.GetResourceVersion())
 		if err := prepareForUpdate(res, sub, obj, current); err != nil {
 			return nil, err
+		}
+		if !req.applied {
+			// After the strategy, so the defaults it fills in are no
+			// change and what it resets is nobody's.
+			obj = s.manageFields(res, req.managedSubresource(), current, obj, managerOf(req.Request))
+			m, _ = meta.Accessor(obj)
 		}
 		if sub == "" {
 			if err := s.admitUpdate(ctx, res, obj, current); err != nil {

@@ -64,6 +64,9 @@ func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, names
 	if err := checkPreconditions(res, name, current, opts.Preconditions); err != nil {
 		return nil, false, err
 	}
+	if err := admitDelete(res, name); err != nil {
+		return nil, false, err
+	}
 	m, _ := meta.Accessor(current)
 	grace := gracePeriod(res, current, opts)
 	finalizers := withPropagation(m.GetFinalizers(), opts.PropagationPolicy)

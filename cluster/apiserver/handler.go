@@ -73,6 +73,22 @@ type request struct {
 	info requestInfo
 	user auth.User
 	res  *registry.Resource
+	// applied is set for a server-side apply, whose merge has already
+	// recorded the managed fields of the object to write.
+	applied bool
+	// fieldsSubresource, when set, is the subresource a write through the
+	// parent resource is recorded under in managedFields (a scale writes
+	// the parent's spec.replicas, and upstream records it as "scale").
+	fieldsSubresource string
+}
+
+// managedSubresource is the subresource the request's write is recorded
+// under in managedFields.
+func (r *request) managedSubresource() string {
+	if r.fieldsSubresource != "" {
+		return r.fieldsSubresource
+	}
+	return r.info.subresource
 }
 
 func forbidden(info requestInfo, attrs auth.Attributes) error {

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/klab-dev/klab/cluster/apiserver/registry"
 )
 
 func (s *Server) patch(w http.ResponseWriter, req *request) {
@@ -43,11 +45,24 @@ func (s *Server) patchObject(req *request, view func(runtime.Object) (runtime.Ob
 	patchType := types.PatchType(mt)
 	switch patchType {
 	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
-	case types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
-		return nil, nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", req.res.GroupResource(), req.info.name,
-			"klab serves client-side apply (kubectl apply); server-side apply (--server-side) is not implemented", 0, false)
+	case types.ApplyYAMLPatchType:
+		if req.fieldsSubresource == registry.SubScale {
+			// Upstream applies to a Scale through its own field manager
+			// and maps the ownership back to the parent; klab has not
+			// built that mapping.
+			return nil, nil, unsupportedMediaType(mt)
+		}
+		opts, err := writeOptions(req.Request, patchType)
+		if err != nil {
+			return nil, nil, err
+		}
+		obj, err := s.apply(req, data, opts)
+		return obj, nil, err
 	default:
 		return nil, nil, unsupportedMediaType(mt)
+	}
+	if _, err := writeOptions(req.Request, patchType); err != nil {
+		return nil, nil, err
 	}
 	var warnings []string
 	updated, err := s.updateObject(req.Context(), req, func(current runtime.Object) (runtime.Object, error) {

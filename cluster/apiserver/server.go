@@ -87,6 +87,8 @@ type Server struct {
 	ports    *allocator.PortAllocator
 	openapi  http.Handler
 	requests *eventstream.Hub[RequestEvent]
+	// fieldManagers record managedFields and merge server-side applies.
+	fieldManagers fieldManagers
 
 	// paused is closed while the server runs and replaced by an open
 	// channel while it is paused (docker pause freezes a process; here

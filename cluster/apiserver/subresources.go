@@ -70,6 +70,11 @@ func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
 		scale.Spec.Replicas = derefInt32(o.Spec.Replicas)
 		scale.Status.Replicas = o.Status.Replicas
 		selector = o.Spec.Selector
+	case *appsv1.StatefulSet:
+		scale.ObjectMeta = metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace, UID: o.UID, ResourceVersion: o.ResourceVersion, CreationTimestamp: o.CreationTimestamp}
+		scale.Spec.Replicas = derefInt32(o.Spec.Replicas)
+		scale.Status.Replicas = o.Status.Replicas
+		selector = o.Spec.Selector
 	default:
 		return nil, fmt.Errorf("%T has no scale subresource", obj)
 	}
@@ -93,6 +98,9 @@ func withReplicas(obj runtime.Object, scale *autoscalingv1.Scale) runtime.Object
 	case *appsv1.ReplicaSet:
 		o.Spec.Replicas = &n
 		o.ResourceVersion = scale.ResourceVersion
+	case *appsv1.StatefulSet:
+		o.Spec.Replicas = &n
+		o.ResourceVersion = scale.ResourceVersion
 	}
 	return obj
 }
@@ -101,6 +109,7 @@ func (s *Server) scale(w http.ResponseWriter, req *request) {
 	// The update path below works on the parent resource.
 	parent := *req
 	parent.info.subresource = ""
+	parent.fieldsSubresource = registry.SubScale
 	var (
 		result runtime.Object
 		err    error

@@ -12,6 +12,7 @@ import (
 	"github.com/klab-dev/klab/cluster/controller/nodelifecycle"
 	"github.com/klab-dev/klab/cluster/controller/replicaset"
 	"github.com/klab-dev/klab/cluster/controller/serviceaccount"
+	"github.com/klab-dev/klab/cluster/controller/statefulset"
 )
 
 // initFuncs are the controllers a manager can run, by the names upstream's
@@ -27,6 +28,7 @@ var initFuncs = map[string]controllerctx.InitFunc{
 	replicaset.Name:                 replicaset.Init,
 	deployment.Name:                 deployment.Init,
 	daemonset.Name:                  daemonset.Init,
+	statefulset.Name:                statefulset.Init,
 	job.Name:                        job.Init,
 }
 
@@ -42,6 +44,7 @@ var concurrentSyncs = map[string]int{
 	"garbagecollector":              20, // --concurrent-gc-syncs
 	"job":                           5,  // --concurrent-job-syncs
 	"replicaset":                    5,  // --concurrent-replicaset-syncs
+	"statefulset":                   5,  // --concurrent-statefulset-syncs
 	namespace.Name:                  10, // --concurrent-namespace-syncs
 	serviceaccount.Name:             1,  // the manager starts one worker
 	nodelifecycle.Name:              8,  // nodeUpdateWorkerSize

@@ -46,6 +46,8 @@ func Default(obj runtime.Object) {
 		defaultReplicaSet(o)
 	case *appsv1.DaemonSet:
 		defaultDaemonSet(o)
+	case *appsv1.StatefulSet:
+		defaultStatefulSet(o)
 	case *batchv1.Job:
 		defaultJob(o)
 	case *discoveryv1.EndpointSlice:

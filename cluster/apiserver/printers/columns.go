@@ -161,6 +161,14 @@ var daemonSetColumns = []metav1.TableColumnDefinition{
 	wide("Selector", "string", extensionsv1beta1.DaemonSetSpec{}.SwaggerDoc()["selector"]),
 }
 
+var statefulSetColumns = []metav1.TableColumnDefinition{
+	nameColumn,
+	column("Ready", "string", "Number of the pod with ready state"),
+	ageColumn,
+	containersColumn,
+	imagesColumn,
+}
+
 var jobColumns = []metav1.TableColumnDefinition{
 	nameColumn,
 	column("Status", "string", "Status of the job."),

@@ -55,6 +55,7 @@ var handlers = map[reflect.Type]handler{
 	reflect.TypeFor[*appsv1.Deployment]():         typed(deploymentColumns, printDeployment),
 	reflect.TypeFor[*appsv1.ReplicaSet]():         typed(replicaSetColumns, printReplicaSet),
 	reflect.TypeFor[*appsv1.DaemonSet]():          typed(daemonSetColumns, printDaemonSet),
+	reflect.TypeFor[*appsv1.StatefulSet]():        typed(statefulSetColumns, printStatefulSet),
 	reflect.TypeFor[*batchv1.Job]():               typed(jobColumns, printJob),
 	reflect.TypeFor[*coordinationv1.Lease]():      typed(leaseColumns, printLease),
 	reflect.TypeFor[*discoveryv1.EndpointSlice](): typed(endpointSliceColumns, printEndpointSlice),

@@ -61,6 +61,18 @@ func printDaemonSet(ds *appsv1.DaemonSet, now time.Time) metav1.TableRow {
 	)
 }
 
+// printStatefulSet prints NAME READY AGE, and for -o wide CONTAINERS
+// IMAGES; READY is ready/desired replicas.
+func printStatefulSet(sts *appsv1.StatefulSet, now time.Time) metav1.TableRow {
+	names, images := containerCells(sts.Spec.Template.Spec.Containers)
+	return cells(
+		sts.Name,
+		fmt.Sprintf("%d/%d", sts.Status.ReadyReplicas, int32Value(sts.Spec.Replicas)),
+		age(sts.CreationTimestamp, now),
+		names, images,
+	)
+}
+
 // printJob prints NAME STATUS COMPLETIONS DURATION AGE, and for -o wide
 // CONTAINERS IMAGES SELECTOR.
 //

@@ -33,6 +33,7 @@ func builtin() []*Resource {
 		// apps/v1
 		{GroupVersionResource: gvr("apps", "v1", "daemonsets"), Kind: "DaemonSet", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubStatus}, ShortNames: []string{"ds"}, Categories: []string{"all"}},
 		{GroupVersionResource: gvr("apps", "v1", "deployments"), Kind: "Deployment", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubScale, SubStatus}, ShortNames: []string{"deploy"}, Categories: []string{"all"}},
+		{GroupVersionResource: gvr("apps", "v1", "statefulsets"), Kind: "StatefulSet", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubScale, SubStatus}, ShortNames: []string{"sts"}, Categories: []string{"all"}},
 		{GroupVersionResource: gvr("apps", "v1", "replicasets"), Kind: "ReplicaSet", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubScale, SubStatus}, ShortNames: []string{"rs"}, Categories: []string{"all"}, FieldLabels: replicaSetFields},
 		// authentication.k8s.io/v1, authorization.k8s.io/v1: computed per request.
 		{GroupVersionResource: gvr("authentication.k8s.io", "v1", "selfsubjectreviews"), Kind: "SelfSubjectReview", Verbs: createOnly, Virtual: true},

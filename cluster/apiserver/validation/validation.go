@@ -55,6 +55,8 @@ func ValidateCreate(obj runtime.Object) field.ErrorList {
 		allErrs = validateReplicaSet(o)
 	case *appsv1.DaemonSet:
 		allErrs = validateDaemonSet(o)
+	case *appsv1.StatefulSet:
+		allErrs = validateStatefulSet(o)
 	case *batchv1.Job:
 		allErrs = validateJob(o)
 	case *coordinationv1.Lease:
@@ -113,6 +115,8 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		return withOld(o, old, validateReplicaSetUpdate)
 	case *appsv1.DaemonSet:
 		return withOld(o, old, validateDaemonSetUpdate)
+	case *appsv1.StatefulSet:
+		return withOld(o, old, validateStatefulSetUpdate)
 	case *batchv1.Job:
 		return withOld(o, old, validateJobUpdate)
 	case *coordinationv1.Lease:
@@ -147,6 +151,8 @@ func ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList {
 		return withOld(o, old, validateReplicaSetStatusUpdate)
 	case *appsv1.DaemonSet:
 		return withOld(o, old, validateDaemonSetStatusUpdate)
+	case *appsv1.StatefulSet:
+		return withOld(o, old, validateStatefulSetStatusUpdate)
 	case *batchv1.Job:
 		return withOld(o, old, validateJobStatusUpdate)
 	}

@@ -92,6 +92,7 @@ func StartCluster(t *testing.T, inits ...controllerctx.InitFunc) *Cluster {
 		factory.Apps().V1().ReplicaSets().Informer(),
 		factory.Apps().V1().Deployments().Informer(),
 		factory.Apps().V1().DaemonSets().Informer(),
+		factory.Apps().V1().StatefulSets().Informer(),
 		factory.Batch().V1().Jobs().Informer(),
 		factory.Core().V1().Events().Informer(),
 	} {

@@ -75,6 +75,8 @@ func (f *Fixture) Index(objects ...runtime.Object) error {
 			err = inf.Apps().V1().Deployments().Informer().GetIndexer().Add(o)
 		case *appsv1.DaemonSet:
 			err = inf.Apps().V1().DaemonSets().Informer().GetIndexer().Add(o)
+		case *appsv1.StatefulSet:
+			err = inf.Apps().V1().StatefulSets().Informer().GetIndexer().Add(o)
 		case *batchv1.Job:
 			err = inf.Batch().V1().Jobs().Informer().GetIndexer().Add(o)
 		default:

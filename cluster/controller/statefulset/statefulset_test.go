@@ -1,0 +1,140 @@
+package statefulset
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil/controllertest"
+)
+
+func newSet(replicas int32, policy appsv1.PodManagementPolicyType) *appsv1.StatefulSet {
+	labels := map[string]string{"app": "web"}
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "web-uid", Generation: 1},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To(replicas), ServiceName: "web", PodManagementPolicy: policy,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "nginx", Image: "nginx:1.27"}}},
+			},
+		},
+	}
+}
+
+// pod returns ordinal i of set, Running and Ready unless told otherwise.
+func pod(set *appsv1.StatefulSet, i int, opts ...func(*corev1.Pod)) *corev1.Pod {
+	p := newPod(set, i)
+	p.UID = types.UID(p.Name + "-uid")
+	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+func pending(p *corev1.Pod) { p.Status = corev1.PodStatus{Phase: corev1.PodPending} }
+func terminating(p *corev1.Pod) {
+	p.DeletionTimestamp = ptr.To(metav1.Now())
+}
+
+// TestSync checks the actions of one sync: ordered creation from ordinal
+// 0 up, each Pod waiting for the one before it, ordered removal from the
+// highest ordinal down, and all at once with the Parallel policy.
+func TestSync(t *testing.T) {
+	ordered, parallel := newSet(3, appsv1.OrderedReadyPodManagement), newSet(3, appsv1.ParallelPodManagement)
+	down := newSet(1, appsv1.OrderedReadyPodManagement)
+	tests := []struct {
+		name        string
+		objects     []runtime.Object
+		wantActions []string
+	}{
+		{"a new set makes web-0 first", []runtime.Object{ordered},
+			[]string{"create pods web-0", "update statefulsets/status web"}},
+		{"web-1 waits for web-0 to be ready", []runtime.Object{ordered, pod(ordered, 0, pending)},
+			[]string{"update statefulsets/status web"}},
+		{"web-1 follows a ready web-0", []runtime.Object{ordered, pod(ordered, 0)},
+			[]string{"create pods web-1", "update statefulsets/status web"}},
+		{"a missing web-0 is made again before anything else", []runtime.Object{ordered, pod(ordered, 1)},
+			[]string{"create pods web-0", "update statefulsets/status web"}},
+		{"parallel makes them all at once", []runtime.Object{parallel},
+			[]string{"create pods web-0", "create pods web-1", "create pods web-2", "update statefulsets/status web"}},
+		{"scale down removes the highest ordinal first", []runtime.Object{down, pod(down, 0), pod(down, 1), pod(down, 2)},
+			[]string{"delete pods web-2", "update statefulsets/status web"}},
+		{"and waits for it to be gone", []runtime.Object{down, pod(down, 0), pod(down, 1), pod(down, 2, terminating)},
+			[]string{"update statefulsets/status web"}},
+		{"scale down waits for the Pods that stay to be healthy", []runtime.Object{down, pod(down, 0, pending), pod(down, 1)},
+			[]string{"update statefulsets/status web"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := controllertest.New(tc.objects...)
+			ssc, err := newController(f.Context)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Index(tc.objects...); err != nil {
+				t.Fatal(err)
+			}
+			if err := ssc.sync(context.Background(), "default/web"); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.wantActions, f.Actions()); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPodIdentity checks what makes a Pod web-1 and not just any Pod:
+// its name, hostname, subdomain and labels.
+func TestPodIdentity(t *testing.T) {
+	f := controllertest.New(newSet(3, appsv1.ParallelPodManagement))
+	set := newSet(3, appsv1.ParallelPodManagement)
+	ssc, err := newController(f.Context)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Index(set); err != nil {
+		t.Fatal(err)
+	}
+	if err := ssc.sync(context.Background(), "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	var got *corev1.Pod
+	for _, a := range f.Client.Actions() {
+		c, ok := a.(clienttesting.CreateAction)
+		if !ok || a.GetVerb() != "create" {
+			continue
+		}
+		if p, ok := c.GetObject().(*corev1.Pod); ok && p.Name == "web-1" {
+			got = p
+		}
+	}
+	if got == nil {
+		t.Fatal("no web-1 created")
+	}
+	want := map[string]string{"app": "web", "statefulset.kubernetes.io/pod-name": "web-1", "apps.kubernetes.io/pod-index": "1"}
+	if diff := cmp.Diff(want, got.Labels); diff != "" || got.Spec.Hostname != "web-1" || got.Spec.Subdomain != "web" ||
+		metav1.GetControllerOf(got) == nil || metav1.GetControllerOf(got).UID != "web-uid" {
+		t.Errorf("web-1: labels (-want +got) %s, hostname %q subdomain %q owner %v", diff, got.Spec.Hostname, got.Spec.Subdomain, got.OwnerReferences)
+	}
+	ordinal, ok := ordinalOf(set, got)
+	if !ok || ordinal != 1 {
+		t.Errorf("ordinalOf(web-1) = %d, %v", ordinal, ok)
+	}
+	for _, name := range []string{"web", "web-", "web-01", "web--1", "webx-1", "web-a"} {
+		if _, ok := ordinalOf(set, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}}); ok {
+			t.Errorf("ordinalOf(%q) accepted", name)
+		}
+	}
+}

@@ -1,0 +1,222 @@
+package statefulset
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
+)
+
+// The labels every StatefulSet Pod carries, upstream's
+// (apps/v1 StatefulSetPodNameLabel and PodIndexLabel): a Service can
+// select one Pod by its name, and a Pod can read its own ordinal.
+const (
+	podNameLabel  = appsv1.StatefulSetPodNameLabel
+	podIndexLabel = appsv1.PodIndexLabel
+)
+
+// sync converges one StatefulSet; it is safe to run any number of times.
+func (ssc *Controller) sync(ctx context.Context, key string) error {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil // a malformed key will never become valid
+	}
+	set, err := ssc.setLister.StatefulSets(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil // its Pods go with it through the garbage collector
+	}
+	if err != nil {
+		return err
+	}
+	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+	if err != nil {
+		return nil // validation refuses such a set; nothing to do
+	}
+	pods, err := ssc.podLister.Pods(namespace).List(selector)
+	if err != nil {
+		return err
+	}
+	// Pods are the set's by their ControllerRef and their name.
+	replicas := int(ptr.Deref(set.Spec.Replicas, 1))
+	byOrdinal := map[int]*corev1.Pod{}
+	var condemned []int // ordinals at or above replicas, highest first below
+	for _, pod := range pods {
+		ref := metav1.GetControllerOf(pod)
+		ordinal, ok := ordinalOf(set, pod)
+		if ref == nil || ref.UID != set.UID || !ok {
+			continue
+		}
+		byOrdinal[ordinal] = pod
+		if ordinal >= replicas {
+			condemned = append(condemned, ordinal)
+		}
+	}
+	manageErr := ssc.manage(ctx, set, replicas, byOrdinal, condemned)
+	if err := ssc.updateStatus(ctx, set, byOrdinal); err != nil {
+		return err
+	}
+	return manageErr
+}
+
+// manage creates the missing Pods and removes the condemned ones, in order
+// unless the set's policy is Parallel.
+func (ssc *Controller) manage(ctx context.Context, set *appsv1.StatefulSet, replicas int, byOrdinal map[int]*corev1.Pod, condemned []int) error {
+	ordered := set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
+	for i := range replicas {
+		pod := byOrdinal[i]
+		switch {
+		case pod == nil:
+			if err := ssc.createPod(ctx, set, i); err != nil {
+				return err
+			}
+			if ordered {
+				return nil // the next waits for this one to be Running and Ready
+			}
+		case pod.DeletionTimestamp != nil:
+			// A Pod on its way out keeps its name until it is gone; it
+			// is made again then.
+			if ordered {
+				return nil
+			}
+		case pod.Status.Phase == corev1.PodFailed:
+			// A failed Pod is replaced under the same identity.
+			if err := ssc.deletePod(ctx, set, pod); err != nil {
+				return err
+			}
+			if ordered {
+				return nil
+			}
+		case ordered && !(pod.Status.Phase == corev1.PodRunning && controllerutil.IsPodReady(pod)):
+			return nil // wait for it before touching any higher ordinal
+		}
+	}
+	// Scale down from the highest ordinal, one at a time when ordered and
+	// only while every Pod that stays is healthy (the loop above returned
+	// otherwise).
+	slices.Sort(condemned)
+	slices.Reverse(condemned)
+	for _, ordinal := range condemned {
+		pod := byOrdinal[ordinal]
+		if pod.DeletionTimestamp != nil {
+			if ordered {
+				return nil
+			}
+			continue
+		}
+		if err := ssc.deletePod(ctx, set, pod); err != nil {
+			return err
+		}
+		if ordered {
+			return nil
+		}
+	}
+	return nil
+}
+
+// newPod is the Pod of ordinal i: the template with the set's identity
+// labels, a hostname of its own name and the governing Service as
+// subdomain, so that it resolves as <name>.<service>.<namespace>.
+func newPod(set *appsv1.StatefulSet, ordinal int) *corev1.Pod {
+	name := podName(set, ordinal)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            name,
+			Namespace:       set.Namespace,
+			Labels:          maps.Clone(set.Spec.Template.Labels),
+			Annotations:     maps.Clone(set.Spec.Template.Annotations),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(set, controllerKind)},
+		},
+		Spec: *set.Spec.Template.Spec.DeepCopy(),
+	}
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels[podNameLabel] = name
+	pod.Labels[podIndexLabel] = strconv.Itoa(ordinal)
+	pod.Spec.Hostname = name
+	pod.Spec.Subdomain = set.Spec.ServiceName
+	return pod
+}
+
+func (ssc *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, ordinal int) error {
+	pod := newPod(set, ordinal)
+	_, err := ssc.client.CoreV1().Pods(set.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil // made by an earlier sync the informer has not shown yet
+	}
+	if err != nil {
+		ssc.recorder.Eventf(set, corev1.EventTypeWarning, "FailedCreate", "create Pod %s in StatefulSet %s failed error: %v", pod.Name, set.Name, err)
+		return err
+	}
+	ssc.recorder.Eventf(set, corev1.EventTypeNormal, "SuccessfulCreate", "create Pod %s in StatefulSet %s successful", pod.Name, set.Name)
+	return nil
+}
+
+func (ssc *Controller) deletePod(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod) error {
+	err := ssc.client.CoreV1().Pods(set.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		ssc.recorder.Eventf(set, corev1.EventTypeWarning, "FailedDelete", "delete Pod %s in StatefulSet %s failed error: %v", pod.Name, set.Name, err)
+		return err
+	}
+	ssc.recorder.Eventf(set, corev1.EventTypeNormal, "SuccessfulDelete", "delete Pod %s in StatefulSet %s successful", pod.Name, set.Name)
+	return nil
+}
+
+// updateStatus writes what the set's Pods are, and the generation it acted
+// on, when that changed.
+func (ssc *Controller) updateStatus(ctx context.Context, set *appsv1.StatefulSet, byOrdinal map[int]*corev1.Pod) error {
+	status := appsv1.StatefulSetStatus{ObservedGeneration: set.Generation, CollisionCount: set.Status.CollisionCount}
+	for _, pod := range byOrdinal {
+		if pod.DeletionTimestamp != nil {
+			continue
+		}
+		status.Replicas++
+		if pod.Status.Phase == corev1.PodRunning && controllerutil.IsPodReady(pod) {
+			status.ReadyReplicas++
+			status.AvailableReplicas++
+		}
+	}
+	// Without revisions every Pod is of the current template.
+	status.CurrentReplicas, status.UpdatedReplicas = status.Replicas, status.Replicas
+	if apiequality.Semantic.DeepEqual(status, set.Status) {
+		return nil
+	}
+	updated := set.DeepCopy() // never mutate the informer's copy
+	updated.Status = status
+	_, err := ssc.client.AppsV1().StatefulSets(set.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	return err
+}
+
+// podName is the name of ordinal i: "<set>-<i>".
+func podName(set *appsv1.StatefulSet, ordinal int) string {
+	return fmt.Sprintf("%s-%d", set.Name, ordinal)
+}
+
+// ordinalOf reads a Pod's ordinal from its name; a Pod whose name is not
+// "<set>-<n>" is not one of the set's.
+func ordinalOf(set *appsv1.StatefulSet, pod *corev1.Pod) (int, bool) {
+	suffix, ok := strings.CutPrefix(pod.Name, set.Name+"-")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(suffix)
+	if err != nil || n < 0 || strconv.Itoa(n) != suffix {
+		return 0, false
+	}
+	return n, true
+}
