@@ -48,6 +48,7 @@ type bodyCache struct {
 	step   int
 	width  int
 	hints  int
+	passed bool
 	dark   bool
 	colour bool
 	lines  []string
@@ -227,18 +228,25 @@ func (p *Pane) bodyLines(width int) []string {
 	dark := lipgloss.HasDarkBackground()
 	colour := lipgloss.ColorProfile() != termenv.Ascii
 	c := &p.body
+	passed := p.verdict.Passed
 	if c.lines != nil && c.lang == i18n.Current() && c.step == p.step && c.width == width &&
-		c.hints == p.hints && c.dark == dark && c.colour == colour {
+		c.hints == p.hints && c.passed == passed && c.dark == dark && c.colour == colour {
 		return c.lines
 	}
 	st := p.Step()
 	var md strings.Builder
+	if p.step == 0 {
+		md.WriteString(frameMarkdown(p.lesson.Frame))
+	}
 	md.WriteString(unwrapListItems(st.Body.String()))
 	if len(st.Try) > 0 {
 		fmt.Fprintf(&md, "\n\n**%s**\n\n", i18n.T("ui.lesson.try"))
 		for _, cmd := range st.Try {
 			fmt.Fprintf(&md, "    %s\n", cmd)
 		}
+	}
+	if p.Last() && passed {
+		md.WriteString(recapMarkdown(p.lesson.Frame))
 	}
 	lines := strings.Split(renderMarkdown(md.String(), width, dark, colour), "\n")
 	s := p.c.Styles.Lesson
@@ -266,8 +274,62 @@ func (p *Pane) bodyLines(width int) []string {
 			lines = append(lines, s.Muted.Render(l))
 		}
 	}
-	*c = bodyCache{lang: i18n.Current(), step: p.step, width: width, hints: p.hints, dark: dark, colour: colour, lines: lines}
+	*c = bodyCache{lang: i18n.Current(), step: p.step, width: width, hints: p.hints, passed: passed, dark: dark, colour: colour, lines: lines}
 	return lines
+}
+
+// frameMarkdown is what the lesson says of itself at its start: how long
+// it takes and for whom, what it assumes, and what the student will be able
+// to do; a rule sets it off from the first step.
+func frameMarkdown(f lessons.Frame) string {
+	if f.Empty() {
+		return ""
+	}
+	var md strings.Builder
+	var about []string
+	if f.Minutes > 0 {
+		about = append(about, i18n.T("lessons.frame.minutes", f.Minutes))
+	}
+	if f.Level != "" {
+		about = append(about, i18n.T("lessons.level."+string(f.Level)))
+	}
+	if len(about) > 0 {
+		fmt.Fprintf(&md, "*%s*\n\n", strings.Join(about, " · "))
+	}
+	if len(f.Prerequisites) > 0 {
+		fmt.Fprintf(&md, "%s\n\n", i18n.T("lessons.frame.prerequisites", strings.Join(f.Prerequisites, ", ")))
+	}
+	if len(f.Objectives) > 0 {
+		fmt.Fprintf(&md, "**%s**\n\n", i18n.T("lessons.frame.objectives"))
+		for _, o := range f.Objectives {
+			fmt.Fprintf(&md, "- %s\n", oneParagraph(o.String()))
+		}
+		md.WriteString("\n")
+	}
+	md.WriteString("---\n\n")
+	return md.String()
+}
+
+// recapMarkdown is what the lesson says once its last step passed: the
+// recap and what to read next.
+func recapMarkdown(f lessons.Frame) string {
+	if f.Recap == (lessons.Bilingual{}) && len(f.ReadNext) == 0 {
+		return ""
+	}
+	var md strings.Builder
+	md.WriteString("\n\n---\n\n")
+	if f.Recap != (lessons.Bilingual{}) {
+		fmt.Fprintf(&md, "**%s**\n\n%s\n\n", i18n.T("lessons.frame.recap"), unwrapListItems(f.Recap.String()))
+	}
+	if len(f.ReadNext) > 0 {
+		fmt.Fprintf(&md, "**%s**\n\n", i18n.T("lessons.frame.read-next"))
+		for _, r := range f.ReadNext {
+			// The address is written out: a terminal shows no link
+			// targets, and a student copies it.
+			fmt.Fprintf(&md, "- %s  \n  `%s`\n", oneParagraph(r.Title.String()), r.URL)
+		}
+	}
+	return md.String()
 }
 
 // oneParagraph joins a hint's lines so that it stays inside its quote.
