@@ -55,6 +55,8 @@ type progressJSON struct {
 	Total   int      `json:"total"`
 	Steps   []string `json:"steps"`
 	Current string   `json:"current,omitempty"`
+	// Answers are the choices (from 0) predicted, by step id.
+	Answers map[string]int `json:"answers"`
 }
 
 // lessonSummaryJSON is one lesson of klab lessons list -o json.
@@ -138,13 +140,16 @@ func commandStrings(cs []lessons.Command) []string {
 
 func summaryOf(l *lessons.Lesson, p *lessons.Progress) lessonSummaryJSON {
 	s := lessonSummaryJSON{ID: l.ID, Order: l.Order, Title: bi(l.Title), Summary: bi(l.Summary), frameJSON: frameOf(l.Frame),
-		Cluster: shapeOf(l.Cluster), Steps: len(l.Steps), Progress: progressJSON{Total: len(l.Steps), Steps: []string{}}}
+		Cluster: shapeOf(l.Cluster), Steps: len(l.Steps), Progress: progressJSON{Total: len(l.Steps), Steps: []string{}, Answers: map[string]int{}}}
 	if p != nil {
 		s.Progress.Done, _ = p.Completed(l)
 		s.Progress.Current = p.Current(l.ID)
 		for _, st := range l.Steps {
 			if p.Done(l.ID, st.ID) {
 				s.Progress.Steps = append(s.Progress.Steps, st.ID)
+			}
+			if c, ok := p.Answer(l.ID, st.ID); ok {
+				s.Progress.Answers[st.ID] = c
 			}
 		}
 	}

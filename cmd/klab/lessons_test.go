@@ -261,6 +261,9 @@ steps:
 	if err := p.Complete("framed", "guess"); err != nil {
 		t.Fatal(err)
 	}
+	if err := p.SetAnswer("framed", "guess", 1); err != nil {
+		t.Fatal(err)
+	}
 
 	code, stdout, stderr := klab(t, "lessons", "list", "--dir", dir, "-o", "json")
 	if code != 0 {
@@ -272,7 +275,7 @@ steps:
 	}
 	if len(list) != 2 || list[1]["id"] != "framed" || list[1]["minutes"] != 15.0 || list[1]["level"] != "intermediate" ||
 		list[1]["steps"] != 1.0 || fmt.Sprint(list[1]["prerequisites"]) != "[first]" ||
-		fmt.Sprint(list[1]["progress"]) != "map[current: done:1 steps:[guess] total:1]" && fmt.Sprint(list[1]["progress"]) != "map[done:1 steps:[guess] total:1]" {
+		fmt.Sprint(list[1]["progress"]) != "map[answers:map[guess:1] done:1 steps:[guess] total:1]" {
 		t.Errorf("list -o json:\n%s", stdout)
 	}
 
