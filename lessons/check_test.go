@@ -368,6 +368,15 @@ func TestPodsRunning(t *testing.T) {
 		{name: "a set-based selector", check: "pods-running: {selector: 'app in (web,api)', count: 2}", after: []Observation{
 			pod("web-1", "worker-1", "Running", web), pod("api-1", "worker-1", "Running", map[string]string{"app": "api"}),
 		}, pass: true},
+		{name: "off the masters", check: "pods-running: {selector: app=web, count: 2, offMasters: true}", after: []Observation{
+			pod("web-1", "worker-1", "Running", web), pod("web-2", "worker-2", "Running", web),
+		}, pass: true},
+		{name: "one on a master", check: "pods-running: {selector: app=web, count: 2, offMasters: true}", after: []Observation{
+			pod("web-3", "master-1", "Pending", web), pod("web-1", "worker-1", "Running", web), pod("web-2", "worker-2", "Running", web),
+		}, pass: false},
+		{name: "on a master, not asked", check: "pods-running: {selector: app=web, count: 2}", after: []Observation{
+			pod("web-1", "worker-1", "Running", web), pod("web-2", "master-1", "Running", web),
+		}, pass: true},
 	})
 }
 
