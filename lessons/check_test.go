@@ -399,6 +399,17 @@ func TestAll(t *testing.T) {
 	}
 }
 
+func TestAny(t *testing.T) {
+	const check = `any:
+  - write-refused: {key: /k}
+  - key-exists: {key: /k, value: v}`
+	runScenarios(t, []scenario{
+		{name: "refused", check: check, after: []Observation{ran(errors.New("exit 1"), "Error: etcdserver: no leader", "klab", "etcdctl", "put", "/k", "v")}, pass: true},
+		{name: "committed", check: check, after: []Observation{KeyObserved{Key: "/k", Value: "v"}}, pass: true},
+		{name: "neither", check: check, after: []Observation{KeyObserved{Key: "/k", Value: "w"}}, pass: false},
+	})
+}
+
 // TestDescribe requires every kind of check to say what it waits for, in
 // both languages.
 func TestDescribe(t *testing.T) {
@@ -416,6 +427,7 @@ func TestDescribe(t *testing.T) {
 		KindNodesReady:       "nodes-ready: {count: 1}",
 		KindPodsRunning:      "pods-running: {selector: app=web, count: 3, minNodes: 2}",
 		KindAll:              "all: [no-leader, leader-changed]",
+		KindAny:              "any: [no-leader, leader-changed]",
 	}
 	for _, kind := range CheckKinds {
 		text, ok := checks[kind]

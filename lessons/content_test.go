@@ -63,6 +63,9 @@ func TestEmbeddedSolutionsFitTheirChecks(t *testing.T) {
 }
 
 func flatten(c Check) []Check {
+	if any, ok := c.(AnyCheck); ok {
+		c = AllCheck(any)
+	}
 	if all, ok := c.(AllCheck); ok {
 		var out []Check
 		for _, sub := range all.Checks {
