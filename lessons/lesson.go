@@ -70,6 +70,10 @@ type Step struct {
 	// Notes are for whoever presents the lesson to a class: what to
 	// point at, what students get wrong. Empty when the step has none.
 	Notes Bilingual
+	// Observe marks a step where watching is the act: its check may hold
+	// without the student doing anything, and klab lessons check does not
+	// require it to fail before the solution runs.
+	Observe bool
 	// Predict, when set, is a question the student answers before the
 	// act; once the check passes the pane shows the guess beside what the
 	// cluster did.

@@ -256,7 +256,7 @@ func (d *decoder) lesson(root *yaml.Node) (*Lesson, *yaml.Node) {
 // step decodes one step.
 func (d *decoder) step(n *yaml.Node, path string) *Step {
 	f := d.mapping(n, path, "id", "title", "body", "view", "try", "hints", "check", "solution", "cluster",
-		"notes", "predict")
+		"notes", "predict", "observe")
 	if f == nil {
 		return nil
 	}
@@ -286,6 +286,7 @@ func (d *decoder) step(n *yaml.Node, path string) *Step {
 		s.Cluster = d.shape(cn, field(path, "cluster"))
 	}
 	s.Notes = f.optionalBilingual("notes")
+	s.Observe, _ = f.boolean("observe")
 	if pn := f.get("predict"); pn != nil {
 		s.Predict = d.prediction(pn, field(path, "predict"))
 	}

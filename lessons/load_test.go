@@ -116,7 +116,7 @@ func TestLoadRejects(t *testing.T) {
 		},
 		{
 			name: "unknown key in a step", line: 12, text: "    veiw: raft",
-			want:    `x.yaml:12:5: steps[0]: unknown key "veiw"; expected one of: id, title, body, view, try, hints, check, solution, cluster, notes, predict`,
+			want:    `x.yaml:12:5: steps[0]: unknown key "veiw"; expected one of: id, title, body, view, try, hints, check, solution, cluster, notes, predict, observe`,
 			wantKey: "lessons.err.unknown-key",
 		},
 		{

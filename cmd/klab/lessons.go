@@ -368,7 +368,7 @@ func checkLessons(cmd *cobra.Command, picked []*lessons.Lesson, runtimeName stri
 		if rep.Passed() {
 			fmt.Fprintln(out, " ✓ "+i18n.T("lessons.cmd.check.lesson-passed", len(l.Steps), formatDuration(rep.Duration)))
 		} else {
-			fmt.Fprintln(out, " ✗ "+i18n.T("lessons.cmd.check.lesson-failed", rep.Count(live.StepFailed), rep.Count(live.StepSkipped), len(l.Steps), formatDuration(rep.Duration)))
+			fmt.Fprintln(out, " ✗ "+i18n.T("lessons.cmd.check.lesson-failed", rep.Count(live.StepFailed)+rep.Count(live.StepNoAct), rep.Count(live.StepSkipped), len(l.Steps), formatDuration(rep.Duration)))
 		}
 	}
 	fmt.Fprintln(out)
@@ -393,6 +393,11 @@ func printStepResult(w io.Writer, res live.StepResult) {
 		return
 	case live.StepSkipped:
 		fmt.Fprintf(w, " - %s (%s)\n", title, i18n.T("lessons.cmd.check.skipped"))
+		return
+	case live.StepNoAct:
+		fmt.Fprintf(w, " ✗ %s (%s)\n", title, took)
+		fmt.Fprintln(w, indent(i18n.T("lessons.cmd.check.no-act"), 5))
+		fmt.Fprintln(w, indent(res.Verdict.Text(i18n.Current()), 7))
 		return
 	}
 	fmt.Fprintf(w, " ✗ %s (%s)\n", title, took)
