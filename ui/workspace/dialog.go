@@ -186,7 +186,10 @@ func (d *dialog) render(m *Model, width int) string {
 				lines = append(lines, st.Render(common.Fit(prefix+l, w)))
 			}
 		}
-		lines = append(lines, "", s.Dialog.Note.Render(common.Fit(i18n.T("ui.dlg.predict-note"), w)))
+		lines = append(lines, "")
+		for _, l := range common.Pack(strings.Fields(i18n.T("ui.dlg.predict-note")), w, " ") {
+			lines = append(lines, s.Dialog.Note.Render(l))
+		}
 	default:
 		lines = append(lines, s.Dialog.Title.Render(common.Fit(i18n.T(d.title), w)), "")
 		for i, o := range d.options {
