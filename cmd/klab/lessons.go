@@ -197,6 +197,23 @@ func showLesson(w io.Writer, l *lessons.Lesson, notes bool) {
 		}
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, indent(plainText(s.Body.String()), 3))
+		if p := s.Predict; p != nil {
+			// The question as the student meets it; the answers and
+			// why only with the instructor's notes.
+			fmt.Fprintln(w)
+			fmt.Fprintln(w, indent(i18n.T("lessons.cmd.show.predict", strings.Join(strings.Fields(p.Question.String()), " ")), 3))
+			for j, c := range p.Choices {
+				line := fmt.Sprintf("%c) %s", 'a'+j, c.Text)
+				if notes {
+					mark := "✗"
+					if c.Right {
+						mark = "✓"
+					}
+					line += " " + mark + " " + strings.Join(strings.Fields(c.Why.String()), " ")
+				}
+				fmt.Fprintln(w, indent(line, 5))
+			}
+		}
 		if len(s.Try) > 0 {
 			fmt.Fprintln(w)
 			fmt.Fprintln(w, indent(i18n.T("lessons.cmd.show.try"), 3))

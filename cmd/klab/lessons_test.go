@@ -321,7 +321,7 @@ steps:
 
 	code, stdout, _ = klab(t, "lessons", "show", "framed", "--dir", dir, "--notes")
 	for _, want := range []string{"about 15 minutes · intermediate\n", "Take first: first\n", "You will be able to:\n  - Find the leader\n",
-		"   Instructor notes:\n     Point at the term\n", "Recap:\n   The recap\n", "Read next:\n   - The paper: https://raft.github.io/raft.pdf\n"} {
+		"   Instructor notes:\n     Point at the term\n", "   Predict: Who leads?\n     a) Anyone ✓ Whoever times out first\n     b) master-1 ✗ No order\n", "Recap:\n   The recap\n", "Read next:\n   - The paper: https://raft.github.io/raft.pdf\n"} {
 		if code != 0 || !strings.Contains(stdout, want) {
 			t.Errorf("show --notes lacks %q:\n%s", want, stdout)
 		}
