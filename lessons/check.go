@@ -43,13 +43,14 @@ const (
 	KindNodesReady       CheckKind = "nodes-ready"
 	KindPodsRunning      CheckKind = "pods-running"
 	KindAll              CheckKind = "all"
+	KindAny              CheckKind = "any"
 )
 
 // CheckKinds lists every kind of check.
 var CheckKinds = []CheckKind{
 	KindLeaderElected, KindLeaderChanged, KindNoLeader, KindMemberState, KindMembersRunning,
 	KindRaftClock, KindRaftMessage, KindKeyExists, KindWriteRefused, KindCommandSucceeded,
-	KindNodesReady, KindPodsRunning, KindAll,
+	KindNodesReady, KindPodsRunning, KindAll, KindAny,
 }
 
 // Verdict is a check's judgement of the cluster.
@@ -186,6 +187,8 @@ func (d *decoder) check(n *yaml.Node, path string) Check {
 		return d.podsRunning(params, p)
 	case KindAll:
 		return d.all(params, p)
+	case KindAny:
+		return d.any(params, p)
 	}
 	kinds := make([]string, len(CheckKinds))
 	for i, k := range CheckKinds {

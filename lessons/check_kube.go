@@ -1,6 +1,7 @@
 package lessons
 
 import (
+	"sort"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -16,17 +17,24 @@ type NodesReadyCheck struct{ Count int }
 
 // PodsRunningCheck passes when at least Count pods in Namespace that match
 // Selector are Running (and not terminating), spread over at least MinNodes
-// nodes.
+// nodes, and, with OffMasters, none of them is on a master node.
 //
-//	pods-running: {selector: app=web, count: 3, minNodes: 2}
+//	pods-running: {selector: app=web, count: 3, minNodes: 2, offMasters: true}
 type PodsRunningCheck struct {
 	// Selector is a label selector as kubectl -l takes it.
 	Selector  string
 	Namespace string
 	Count     int
 	MinNodes  int
-	selector  labels.Selector
+	// OffMasters requires that no matching pod runs on a master node:
+	// what the control plane's NoSchedule taint is for.
+	OffMasters bool
+	selector   labels.Selector
 }
+
+// onMaster reports whether a node is a master: klab names its nodes
+// master-N and worker-N (cluster/lab), whatever the runtime.
+func onMaster(node string) bool { return strings.HasPrefix(node, "master-") }
 
 // maxPods bounds a pods-running count: far more than a lab runs.
 const maxPods = 10000
@@ -42,10 +50,16 @@ func (c NodesReadyCheck) Describe() []i18n.Message {
 }
 
 func (c PodsRunningCheck) Describe() []i18n.Message {
+	var out []i18n.Message
 	if c.MinNodes > 1 {
-		return []i18n.Message{i18n.M("lessons.want.pods-spread", c.Count, c.Selector, c.Namespace, c.MinNodes)}
+		out = append(out, i18n.M("lessons.want.pods-spread", c.Count, c.Selector, c.Namespace, c.MinNodes))
+	} else {
+		out = append(out, i18n.M("lessons.want.pods-running", c.Count, c.Selector, c.Namespace))
 	}
-	return []i18n.Message{i18n.M("lessons.want.pods-running", c.Count, c.Selector, c.Namespace)}
+	if c.OffMasters {
+		out = append(out, i18n.M("lessons.want.pods-off-masters", c.Selector))
+	}
+	return out
 }
 
 func (c NodesReadyCheck) evaluate(_, now *world) Verdict {
@@ -65,14 +79,25 @@ func (c NodesReadyCheck) evaluate(_, now *world) Verdict {
 func (c PodsRunningCheck) evaluate(_, now *world) Verdict {
 	running := 0
 	nodes := map[string]bool{}
+	var masters []string
 	for _, p := range now.pods {
-		if p.Namespace != c.Namespace || p.Phase != "Running" || p.Terminating || !c.selector.Matches(labels.Set(p.Labels)) {
+		if p.Namespace != c.Namespace || p.Terminating || !c.selector.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		if c.OffMasters && onMaster(p.Node) {
+			masters = append(masters, p.Name+"@"+p.Node)
+		}
+		if p.Phase != "Running" {
 			continue
 		}
 		running++
 		nodes[p.Node] = true
 	}
 	msg := i18n.M("lessons.check.pods-running", running, c.Count, c.Selector, len(nodes))
+	if len(masters) > 0 {
+		sort.Strings(masters)
+		return wait(msg, i18n.M("lessons.check.pods-on-masters", strings.Join(masters, ", ")))
+	}
 	if running >= c.Count && len(nodes) >= c.MinNodes {
 		return pass(msg)
 	}
@@ -88,7 +113,7 @@ func (d *decoder) nodesReady(n *yaml.Node, path string) Check {
 }
 
 func (d *decoder) podsRunning(n *yaml.Node, path string) Check {
-	f := d.params(n, path, "selector", "namespace", "count", "minNodes")
+	f := d.params(n, path, "selector", "namespace", "count", "minNodes", "offMasters")
 	if f == nil {
 		return nil
 	}
@@ -110,6 +135,7 @@ func (d *decoder) podsRunning(n *yaml.Node, path string) Check {
 	}
 	c.Count = f.integer("count", true, 1, 1, maxPods)
 	c.MinNodes = f.integer("minNodes", false, 1, 1, maxMasters+maxWorkers)
+	c.OffMasters, _ = f.boolean("offMasters")
 	if mn := f.get("minNodes"); mn != nil && c.MinNodes > c.Count {
 		d.fail(mn, field(path, "minNodes"), i18n.M("lessons.err.min-max", "minNodes", "count"))
 	}

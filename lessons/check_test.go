@@ -368,6 +368,15 @@ func TestPodsRunning(t *testing.T) {
 		{name: "a set-based selector", check: "pods-running: {selector: 'app in (web,api)', count: 2}", after: []Observation{
 			pod("web-1", "worker-1", "Running", web), pod("api-1", "worker-1", "Running", map[string]string{"app": "api"}),
 		}, pass: true},
+		{name: "off the masters", check: "pods-running: {selector: app=web, count: 2, offMasters: true}", after: []Observation{
+			pod("web-1", "worker-1", "Running", web), pod("web-2", "worker-2", "Running", web),
+		}, pass: true},
+		{name: "one on a master", check: "pods-running: {selector: app=web, count: 2, offMasters: true}", after: []Observation{
+			pod("web-3", "master-1", "Pending", web), pod("web-1", "worker-1", "Running", web), pod("web-2", "worker-2", "Running", web),
+		}, pass: false},
+		{name: "on a master, not asked", check: "pods-running: {selector: app=web, count: 2}", after: []Observation{
+			pod("web-1", "worker-1", "Running", web), pod("web-2", "master-1", "Running", web),
+		}, pass: true},
 	})
 }
 
@@ -390,6 +399,17 @@ func TestAll(t *testing.T) {
 	}
 }
 
+func TestAny(t *testing.T) {
+	const check = `any:
+  - write-refused: {key: /k}
+  - key-exists: {key: /k, value: v}`
+	runScenarios(t, []scenario{
+		{name: "refused", check: check, after: []Observation{ran(errors.New("exit 1"), "Error: etcdserver: no leader", "klab", "etcdctl", "put", "/k", "v")}, pass: true},
+		{name: "committed", check: check, after: []Observation{KeyObserved{Key: "/k", Value: "v"}}, pass: true},
+		{name: "neither", check: check, after: []Observation{KeyObserved{Key: "/k", Value: "w"}}, pass: false},
+	})
+}
+
 // TestDescribe requires every kind of check to say what it waits for, in
 // both languages.
 func TestDescribe(t *testing.T) {
@@ -407,6 +427,7 @@ func TestDescribe(t *testing.T) {
 		KindNodesReady:       "nodes-ready: {count: 1}",
 		KindPodsRunning:      "pods-running: {selector: app=web, count: 3, minNodes: 2}",
 		KindAll:              "all: [no-leader, leader-changed]",
+		KindAny:              "any: [no-leader, leader-changed]",
 	}
 	for _, kind := range CheckKinds {
 		text, ok := checks[kind]

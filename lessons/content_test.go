@@ -63,6 +63,9 @@ func TestEmbeddedSolutionsFitTheirChecks(t *testing.T) {
 }
 
 func flatten(c Check) []Check {
+	if any, ok := c.(AnyCheck); ok {
+		c = AllCheck(any)
+	}
 	if all, ok := c.(AllCheck); ok {
 		var out []Check
 		for _, sub := range all.Checks {
@@ -141,4 +144,29 @@ func hasHangul(s string) bool {
 		}
 	}
 	return false
+}
+
+// TestEmbeddedFrames requires every built-in lesson to say what it
+// teaches, for how long and at what level, and what to read next, and its
+// prerequisites to come before it.
+func TestEmbeddedFrames(t *testing.T) {
+	all, err := Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	order := map[string]int{}
+	for _, l := range all {
+		order[l.ID] = l.Order
+	}
+	for _, l := range all {
+		f := l.Frame
+		if len(f.Objectives) == 0 || f.Minutes == 0 || f.Level == "" || f.Recap == (Bilingual{}) || len(f.ReadNext) == 0 {
+			t.Errorf("%s: incomplete frame %+v", l.ID, f)
+		}
+		for _, p := range f.Prerequisites {
+			if order[p] >= l.Order {
+				t.Errorf("%s: prerequisite %s does not come before it", l.ID, p)
+			}
+		}
+	}
 }

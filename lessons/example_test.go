@@ -31,9 +31,12 @@ func ExampleEvaluator() {
 	v := e.Begin(step.Check)
 	fmt.Println("at the start:", v.Passed)
 
-	// The student kills the leader; master-2 runs an election and wins.
+	// The student pauses the clock, kills the leader and steps the
+	// clock; master-2 runs an election and wins.
 	for _, o := range []lessons.Observation{
+		lessons.CommandObserved{Args: []string{"klab", "clock", "pause"}},
 		lessons.CommandObserved{Args: []string{"klab", "chaos", "kill", "leader"}},
+		lessons.CommandObserved{Args: []string{"klab", "clock", "step", "5"}},
 		lessons.MemberObserved{Member: "master-1", State: lessons.MemberUnreachable},
 		lessons.MemberObserved{Member: "master-2", State: lessons.MemberPreCandidate, Term: 4},
 		lessons.MessageObserved{From: "master-2", To: "master-3", Type: "MsgPreVote", Term: 5},

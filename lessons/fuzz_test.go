@@ -11,6 +11,8 @@ import (
 // be a complete lesson.
 func FuzzLoad(f *testing.F) {
 	f.Add([]byte(sample))
+	f.Add([]byte(framed))
+	f.Add([]byte("id: x\nprerequisites: [x]\nsteps: [{predict: {choices: [{right: true}]}}]\n"))
 	f.Add([]byte("id: x\nsteps: [{check: {all: [{all: [no-leader]}]}}]\n"))
 	f.Add([]byte("a: &a [*a]\n"))
 	f.Add([]byte("{{{{{{{{"))
@@ -48,9 +50,44 @@ func FuzzLoad(f *testing.F) {
 		if l.ID == "" || l.Title.Korean == "" || l.Title.English == "" || len(l.Steps) == 0 || l.Cluster.Masters < 1 {
 			t.Fatalf("incomplete lesson accepted: %+v", l)
 		}
+		whole := func(b Bilingual) bool { return b.Korean != "" && b.English != "" }
+		fr := l.Frame
+		for _, o := range fr.Objectives {
+			if !whole(o) {
+				t.Fatalf("half-translated objective accepted: %+v", o)
+			}
+		}
+		for _, r := range fr.ReadNext {
+			if !whole(r.Title) || r.URL == "" {
+				t.Fatalf("incomplete link accepted: %+v", r)
+			}
+		}
+		if len(fr.Prerequisites) != 0 {
+			t.Fatalf("prerequisite %v accepted though no other lesson was loaded", fr.Prerequisites)
+		}
+		if (fr.Recap.Korean == "") != (fr.Recap.English == "") || fr.Minutes < 0 || fr.Minutes > maxMinutes {
+			t.Fatalf("bad frame accepted: %+v", fr)
+		}
 		for _, s := range l.Steps {
 			if s.ID == "" || s.Check == nil || s.Body.Korean == "" || s.Body.English == "" {
 				t.Fatalf("incomplete step accepted: %+v", s)
+			}
+			if (s.Notes.Korean == "") != (s.Notes.English == "") {
+				t.Fatalf("half-translated notes accepted: %+v", s.Notes)
+			}
+			if p := s.Predict; p != nil {
+				right := 0
+				for _, c := range p.Choices {
+					if !whole(c.Text) || !whole(c.Why) {
+						t.Fatalf("incomplete choice accepted: %+v", c)
+					}
+					if c.Right {
+						right++
+					}
+				}
+				if !whole(p.Question) || len(p.Choices) < 2 || len(p.Choices) > maxChoices || right == 0 {
+					t.Fatalf("bad question accepted: %+v", p)
+				}
 			}
 		}
 	})

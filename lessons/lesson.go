@@ -10,6 +10,9 @@ type Lesson struct {
 	Order   int
 	Title   Bilingual
 	Summary Bilingual
+	// Frame says what the lesson teaches, what it assumes and what to
+	// read after it; it is shown at the lesson's start and end.
+	Frame Frame
 	// Cluster is the shape the lesson starts on.
 	Cluster Shape
 	Steps   []*Step
@@ -64,8 +67,80 @@ type Step struct {
 	// cluster to it before the step begins. Nil keeps the cluster as the
 	// previous step left it.
 	Cluster *Shape
+	// Notes are for whoever presents the lesson to a class: what to
+	// point at, what students get wrong. Empty when the step has none.
+	Notes Bilingual
+	// Observe marks a step where watching is the act: its check may hold
+	// without the student doing anything, and klab lessons check does not
+	// require it to fail before the solution runs.
+	Observe bool
+	// Predict, when set, is a question the student answers before the
+	// act; once the check passes the pane shows the guess beside what the
+	// cluster did.
+	Predict *Prediction
 	// Line is the step's line in its lesson file.
 	Line int
+}
+
+// Frame is what a lesson says about itself: what the student will be
+// able to do, what it assumes, how long it takes, and, at the end, a
+// recap and what to read next.
+type Frame struct {
+	Objectives []Bilingual
+	// Prerequisites are the ids of lessons to take first.
+	Prerequisites []string
+	// Minutes is the estimated time, 0 when not given.
+	Minutes int
+	Level   Level
+	Recap   Bilingual
+	// ReadNext are pages to read after the lesson: the Kubernetes docs,
+	// the Raft paper.
+	ReadNext []Link
+	// prereqAt are the lines and columns of Prerequisites, for the error naming a
+	// lesson that does not exist (known only once every file is read).
+	prereqAt [][2]int
+}
+
+// Empty reports whether the lesson says nothing about itself.
+func (f Frame) Empty() bool {
+	return len(f.Objectives) == 0 && len(f.Prerequisites) == 0 && f.Minutes == 0 && f.Level == "" &&
+		f.Recap == (Bilingual{}) && len(f.ReadNext) == 0
+}
+
+// Level is how much a lesson assumes.
+type Level string
+
+// The levels.
+const (
+	LevelBeginner     Level = "beginner"
+	LevelIntermediate Level = "intermediate"
+	LevelAdvanced     Level = "advanced"
+)
+
+// Levels lists the levels, easiest first.
+var Levels = []Level{LevelBeginner, LevelIntermediate, LevelAdvanced}
+
+// Link is a page to read.
+type Link struct {
+	Title Bilingual
+	URL   string
+}
+
+// Prediction is a question asked before a step's act: what will the
+// cluster do? One or more choices are right; each says why it is right or
+// wrong, shown once the check passes. Nothing is graded: the point is to
+// commit to a guess and then see.
+type Prediction struct {
+	Question Bilingual
+	Choices  []Choice
+}
+
+// Choice is one answer to a Prediction.
+type Choice struct {
+	Text  Bilingual
+	Right bool
+	// Why explains the choice, shown after the act.
+	Why Bilingual
 }
 
 // Shape is the shape of the cluster a lesson or step runs on, as klab up's

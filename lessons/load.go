@@ -104,6 +104,28 @@ func load(fsys fs.FS, name func(string) string) ([]*Lesson, error) {
 			lessons = append(lessons, l)
 		}
 	}
+	// A prerequisite names a lesson loaded alongside: known only now.
+	ids := make([]string, 0, len(seen))
+	for id := range seen {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	kept := lessons[:0]
+	for _, l := range lessons {
+		bad := false
+		for i, p := range l.Frame.Prerequisites {
+			if _, ok := seen[p]; ok && p != l.ID {
+				continue
+			}
+			bad = true
+			errs = append(errs, &LoadError{File: l.File, Line: l.Frame.prereqAt[i][0], Column: l.Frame.prereqAt[i][1], Path: index("prerequisites", i),
+				Msg: i18n.M("lessons.err.unknown-prerequisite", p, strings.Join(ids, ", "))})
+		}
+		if !bad {
+			kept = append(kept, l)
+		}
+	}
+	lessons = kept
 	sort.SliceStable(lessons, func(i, j int) bool {
 		if lessons[i].Order != lessons[j].Order {
 			return lessons[i].Order < lessons[j].Order
@@ -191,7 +213,8 @@ func (d *decoder) syntax(err error) {
 // lesson decodes a lesson's root mapping.
 func (d *decoder) lesson(root *yaml.Node) (*Lesson, *yaml.Node) {
 	l := &Lesson{}
-	f := d.mapping(root, "", "id", "order", "title", "summary", "cluster", "steps")
+	f := d.mapping(root, "", "id", "order", "title", "summary", "cluster", "steps",
+		"objectives", "prerequisites", "minutes", "level", "recap", "readNext")
 	if f == nil {
 		return l, nil
 	}
@@ -199,6 +222,7 @@ func (d *decoder) lesson(root *yaml.Node) (*Lesson, *yaml.Node) {
 	l.Order = f.integer("order", true, 0, 0, 100000)
 	l.Title = f.bilingual("title")
 	l.Summary = f.bilingual("summary")
+	l.Frame = d.frame(f)
 	if n := f.require("cluster"); n != nil {
 		if s := d.shape(n, "cluster"); s != nil {
 			l.Cluster = *s
@@ -231,7 +255,8 @@ func (d *decoder) lesson(root *yaml.Node) (*Lesson, *yaml.Node) {
 
 // step decodes one step.
 func (d *decoder) step(n *yaml.Node, path string) *Step {
-	f := d.mapping(n, path, "id", "title", "body", "view", "try", "hints", "check", "solution", "cluster")
+	f := d.mapping(n, path, "id", "title", "body", "view", "try", "hints", "check", "solution", "cluster",
+		"notes", "predict", "observe")
 	if f == nil {
 		return nil
 	}
@@ -259,6 +284,11 @@ func (d *decoder) step(n *yaml.Node, path string) *Step {
 	s.Solution = f.commands("solution", true, true)
 	if cn := f.get("cluster"); cn != nil {
 		s.Cluster = d.shape(cn, field(path, "cluster"))
+	}
+	s.Notes = f.optionalBilingual("notes")
+	s.Observe, _ = f.boolean("observe")
+	if pn := f.get("predict"); pn != nil {
+		s.Predict = d.prediction(pn, field(path, "predict"))
 	}
 	return s
 }

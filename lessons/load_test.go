@@ -110,13 +110,13 @@ func TestLoadRejects(t *testing.T) {
 	}{
 		{
 			name: "unknown key at the top", line: 2, text: "ordre: 1",
-			want:       `x.yaml:2:1: unknown key "ordre"; expected one of: id, order, title, summary, cluster, steps`,
+			want:       `x.yaml:2:1: unknown key "ordre"; expected one of: id, order, title, summary, cluster, steps, objectives, prerequisites, minutes, level, recap, readNext`,
 			wantKey:    "lessons.err.unknown-key",
 			wantErrors: 2, // and order is missing
 		},
 		{
 			name: "unknown key in a step", line: 12, text: "    veiw: raft",
-			want:    `x.yaml:12:5: steps[0]: unknown key "veiw"; expected one of: id, title, body, view, try, hints, check, solution, cluster`,
+			want:    `x.yaml:12:5: steps[0]: unknown key "veiw"; expected one of: id, title, body, view, try, hints, check, solution, cluster, notes, predict, observe`,
 			wantKey: "lessons.err.unknown-key",
 		},
 		{

@@ -49,6 +49,9 @@ type lessonProgress struct {
 	Done map[string]time.Time `json:"done,omitempty"`
 	// Current is the step the student was on.
 	Current string `json:"current,omitempty"`
+	// Answers maps a step's id to the choice (from 0) the student
+	// predicted, for the steps that ask.
+	Answers map[string]int `json:"answers,omitempty"`
 }
 
 // OpenProgress reads the progress file at path; a missing file is no
@@ -124,6 +127,28 @@ func (p *Progress) Current(lesson string) string {
 		return lp.Current
 	}
 	return ""
+}
+
+// Answer returns the choice the student predicted at the step, if any.
+func (p *Progress) Answer(lesson, step string) (choice int, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if lp := p.data.Lessons[lesson]; lp != nil {
+		choice, ok = lp.Answers[step]
+	}
+	return choice, ok
+}
+
+// SetAnswer records the choice the student predicted at the step; a
+// later answer replaces it.
+func (p *Progress) SetAnswer(lesson, step string, choice int) error {
+	return p.update(func(d *progressData) {
+		lp := d.lesson(lesson)
+		if lp.Answers == nil {
+			lp.Answers = map[string]int{}
+		}
+		lp.Answers[step] = choice
+	})
 }
 
 // Complete records that the step was completed, now.

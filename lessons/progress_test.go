@@ -163,3 +163,35 @@ func assertNoTempFiles(t *testing.T, dir string) {
 		}
 	}
 }
+
+// TestProgressKeepsAnswers keeps the predictions a student made, across
+// processes, a later answer replacing an earlier one.
+func TestProgressKeepsAnswers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ProgressFile)
+	p, err := OpenProgress(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.Answer("quorum", "partition"); ok {
+		t.Error("an answer before any was given")
+	}
+	if err := p.SetAnswer("quorum", "partition", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetAnswer("quorum", "partition", 1); err != nil {
+		t.Fatal(err)
+	}
+	again, err := OpenProgress(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := again.Answer("quorum", "partition"); !ok || c != 1 {
+		t.Errorf("answer read back: %d, %v; want 1", c, ok)
+	}
+	if err := again.Complete("quorum", "partition"); err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := again.Answer("quorum", "partition"); !ok || c != 1 {
+		t.Errorf("completing the step lost the answer: %d, %v", c, ok)
+	}
+}

@@ -42,23 +42,48 @@ func newLessonsCmd() *cobra.Command {
 	return cmd
 }
 
+// openProgress opens the student's progress file in klab's state dir.
+func openProgress() (*lessons.Progress, error) {
+	home, err := lab.Home()
+	if err != nil {
+		return nil, err
+	}
+	return lessons.OpenProgress(filepath.Join(home, lessons.ProgressFile))
+}
+
+// checkOutput refuses an --output other than human (the default's name)
+// and json.
+func checkOutput(output, human string) error {
+	if output != human && output != "json" {
+		return i18n.NewError("lessons.cmd.err.output", human, output)
+	}
+	return nil
+}
+
 func newLessonsListCmd(dir *string) *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: i18n.T("lessons.cmd.list.short"),
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, "table"); err != nil {
+				return err
+			}
 			all, err := loadLessons(cmd, *dir)
 			if err != nil {
 				return err
 			}
-			home, err := lab.Home()
+			progress, err := openProgress()
 			if err != nil {
 				return err
 			}
-			progress, err := lessons.OpenProgress(filepath.Join(home, lessons.ProgressFile))
-			if err != nil {
-				return err
+			if output == "json" {
+				out := make([]lessonSummaryJSON, len(all))
+				for i, l := range all {
+					out[i] = summaryOf(l, progress)
+				}
+				return writeJSON(cmd.OutOrStdout(), out)
 			}
 			var t table
 			t.add(i18n.T("lessons.cmd.col.id"), i18n.T("lessons.cmd.col.title"), i18n.T("lessons.cmd.col.steps"), i18n.T("lessons.cmd.col.progress"))
@@ -70,14 +95,23 @@ func newLessonsListCmd(dir *string) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", i18n.T("lessons.cmd.flag.output"))
+	return cmd
 }
 
 func newLessonsShowCmd(dir *string) *cobra.Command {
-	return &cobra.Command{
+	var (
+		output string
+		notes  bool
+	)
+	cmd := &cobra.Command{
 		Use:   "show <id>",
 		Short: i18n.T("lessons.cmd.show.short"),
 		Args:  exactArgs(1, "<id>"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, "text"); err != nil {
+				return err
+			}
 			all, err := loadLessons(cmd, *dir)
 			if err != nil {
 				return err
@@ -86,18 +120,75 @@ func newLessonsShowCmd(dir *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			showLesson(cmd.OutOrStdout(), picked[0])
+			if output == "json" {
+				progress, err := openProgress()
+				if err != nil {
+					return err
+				}
+				return writeJSON(cmd.OutOrStdout(), lessonOf(picked[0], progress))
+			}
+			showLesson(cmd.OutOrStdout(), picked[0], notes)
 			return nil
 		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", i18n.T("lessons.cmd.flag.output-show"))
+	cmd.Flags().BoolVar(&notes, "notes", false, i18n.T("lessons.cmd.flag.notes"))
+	return cmd
+}
+
+// showFrame prints what a lesson says of itself before its steps: what it
+// teaches, what it assumes and how long it takes.
+func showFrame(w io.Writer, f lessons.Frame) {
+	if f.Minutes > 0 || f.Level != "" {
+		var parts []string
+		if f.Minutes > 0 {
+			parts = append(parts, i18n.T("lessons.frame.minutes", f.Minutes))
+		}
+		if f.Level != "" {
+			parts = append(parts, i18n.T("lessons.level."+string(f.Level)))
+		}
+		fmt.Fprintln(w, strings.Join(parts, " · "))
+	}
+	if len(f.Prerequisites) > 0 {
+		fmt.Fprintln(w, i18n.T("lessons.frame.prerequisites", strings.Join(f.Prerequisites, ", ")))
+	}
+	if len(f.Objectives) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, i18n.T("lessons.frame.objectives"))
+		for _, o := range f.Objectives {
+			fmt.Fprintln(w, indent("- "+hangingIndent(strings.TrimSpace(o.String()), 2), 2))
+		}
+	}
+}
+
+// showRecap prints what a lesson says at its end: the recap and what to
+// read next.
+func showRecap(w io.Writer, f lessons.Frame) {
+	if f.Recap == (lessons.Bilingual{}) && len(f.ReadNext) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	if f.Recap != (lessons.Bilingual{}) {
+		fmt.Fprintln(w, i18n.T("lessons.frame.recap"))
+		fmt.Fprintln(w, indent(plainText(strings.TrimSpace(f.Recap.String())), 3))
+	}
+	if len(f.ReadNext) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, i18n.T("lessons.frame.read-next"))
+		for _, r := range f.ReadNext {
+			fmt.Fprintln(w, indent("- "+r.Title.String()+": "+r.URL, 3))
+		}
 	}
 }
 
 // showLesson prints a lesson as a student would read it, Markdown as
-// plain text.
-func showLesson(w io.Writer, l *lessons.Lesson) {
+// plain text; with notes, each step's instructor notes too.
+func showLesson(w io.Writer, l *lessons.Lesson, notes bool) {
 	fmt.Fprintf(w, "%s (%s)\n", l.Title, l.ID)
 	fmt.Fprintln(w, l.Summary.String())
 	fmt.Fprintln(w, i18n.T("lessons.cmd.show.cluster", shapeText(l.Cluster)))
+	showFrame(w, l.Frame)
+	defer showRecap(w, l.Frame)
 	for i, s := range l.Steps {
 		fmt.Fprintln(w)
 		fmt.Fprintf(w, "%d. %s\n", i+1, s.Title)
@@ -106,6 +197,23 @@ func showLesson(w io.Writer, l *lessons.Lesson) {
 		}
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, indent(plainText(s.Body.String()), 3))
+		if p := s.Predict; p != nil {
+			// The question as the student meets it; the answers and
+			// why only with the instructor's notes.
+			fmt.Fprintln(w)
+			fmt.Fprintln(w, indent(i18n.T("lessons.cmd.show.predict", strings.Join(strings.Fields(p.Question.String()), " ")), 3))
+			for j, c := range p.Choices {
+				line := fmt.Sprintf("%c) %s", 'a'+j, c.Text)
+				if notes {
+					mark := "✗"
+					if c.Right {
+						mark = "✓"
+					}
+					line += " " + mark + " " + strings.Join(strings.Fields(c.Why.String()), " ")
+				}
+				fmt.Fprintln(w, indent(line, 5))
+			}
+		}
 		if len(s.Try) > 0 {
 			fmt.Fprintln(w)
 			fmt.Fprintln(w, indent(i18n.T("lessons.cmd.show.try"), 3))
@@ -126,6 +234,11 @@ func showLesson(w io.Writer, l *lessons.Lesson) {
 			for _, m := range s.Check.Describe() {
 				fmt.Fprintln(w, indent("- "+m.String(), 5))
 			}
+		}
+		if notes && s.Notes != (lessons.Bilingual{}) {
+			fmt.Fprintln(w)
+			fmt.Fprintln(w, indent(i18n.T("lessons.cmd.show.notes"), 3))
+			fmt.Fprintln(w, indent(plainText(strings.TrimSpace(s.Notes.String())), 5))
 		}
 	}
 }
@@ -272,7 +385,7 @@ func checkLessons(cmd *cobra.Command, picked []*lessons.Lesson, runtimeName stri
 		if rep.Passed() {
 			fmt.Fprintln(out, " ✓ "+i18n.T("lessons.cmd.check.lesson-passed", len(l.Steps), formatDuration(rep.Duration)))
 		} else {
-			fmt.Fprintln(out, " ✗ "+i18n.T("lessons.cmd.check.lesson-failed", rep.Count(live.StepFailed), rep.Count(live.StepSkipped), len(l.Steps), formatDuration(rep.Duration)))
+			fmt.Fprintln(out, " ✗ "+i18n.T("lessons.cmd.check.lesson-failed", rep.Count(live.StepFailed)+rep.Count(live.StepNoAct), rep.Count(live.StepSkipped), len(l.Steps), formatDuration(rep.Duration)))
 		}
 	}
 	fmt.Fprintln(out)
@@ -297,6 +410,11 @@ func printStepResult(w io.Writer, res live.StepResult) {
 		return
 	case live.StepSkipped:
 		fmt.Fprintf(w, " - %s (%s)\n", title, i18n.T("lessons.cmd.check.skipped"))
+		return
+	case live.StepNoAct:
+		fmt.Fprintf(w, " ✗ %s (%s)\n", title, took)
+		fmt.Fprintln(w, indent(i18n.T("lessons.cmd.check.no-act"), 5))
+		fmt.Fprintln(w, indent(res.Verdict.Text(i18n.Current()), 7))
 		return
 	}
 	fmt.Fprintf(w, " ✗ %s (%s)\n", title, took)

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -212,4 +214,122 @@ func asExit(err error, exit *exitError) bool {
 		*exit = e
 	}
 	return ok
+}
+
+// TestLessonsJSON reads the frame, steps and progress of a lesson folder
+// through list -o json and show -o json, and the frame and instructor notes
+// through show's text.
+func TestLessonsJSON(t *testing.T) {
+	home := testHome(t)
+	i18n.SetLang(i18n.English)
+	dir := t.TempDir()
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.yaml", "id: first\norder: 1\ntitle: {ko: 처음, en: First}\nsummary: {ko: 요약, en: Summary}\n"+
+		"cluster: {masters: 1, workers: 0}\nsteps:\n  - {id: only, title: {ko: 단계, en: Step}, body: {ko: 본문, en: Body}, check: leader-changed, solution: []}\n")
+	write("b.yaml", `id: framed
+order: 2
+title: {ko: 틀, en: Framed}
+summary: {ko: 요약, en: Summary}
+objectives: [{ko: 리더를 찾는다, en: Find the leader}]
+prerequisites: [first]
+minutes: 15
+level: intermediate
+recap: {ko: 정리, en: The recap}
+readNext: [{title: {ko: 논문, en: The paper}, url: "https://raft.github.io/raft.pdf"}]
+cluster: {masters: 3, workers: 1}
+steps:
+  - id: guess
+    title: {ko: 추측, en: Guess}
+    body: {ko: 본문, en: Body}
+    notes: {ko: 강사 메모, en: Point at the term}
+    predict:
+      question: {ko: 질문, en: "Who leads?"}
+      choices:
+        - {text: {ko: 아무나, en: Anyone}, right: true, why: {ko: 이유, en: Whoever times out first}}
+        - {text: {ko: 첫째, en: master-1}, why: {ko: 이유, en: No order}}
+    check: leader-changed
+    solution: [klab chaos kill leader]
+`)
+	p, err := lessons.OpenProgress(filepath.Join(home, lessons.ProgressFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Complete("framed", "guess"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetAnswer("framed", "guess", 1); err != nil {
+		t.Fatal(err)
+	}
+
+	code, stdout, stderr := klab(t, "lessons", "list", "--dir", dir, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var list []map[string]any
+	if err := json.Unmarshal([]byte(stdout), &list); err != nil {
+		t.Fatalf("%v:\n%s", err, stdout)
+	}
+	if len(list) != 2 || list[1]["id"] != "framed" || list[1]["minutes"] != 15.0 || list[1]["level"] != "intermediate" ||
+		list[1]["steps"] != 1.0 || fmt.Sprint(list[1]["prerequisites"]) != "[first]" ||
+		fmt.Sprint(list[1]["progress"]) != "map[answers:map[guess:1] done:1 steps:[guess] total:1]" {
+		t.Errorf("list -o json:\n%s", stdout)
+	}
+
+	code, stdout, stderr = klab(t, "lessons", "show", "framed", "--dir", dir, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var show struct {
+		ID         string
+		Objectives []struct{ Ko, En string }
+		Recap      struct{ Ko, En string }
+		ReadNext   []struct{ URL string }
+		Steps      []struct {
+			ID      string
+			Done    bool
+			Notes   struct{ Ko, En string }
+			Predict struct {
+				Choices []struct {
+					Right bool
+					Why   struct{ En string }
+				}
+			}
+			Check struct {
+				Kind     string
+				Describe []struct{ Ko, En string }
+			}
+			Solution []string
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &show); err != nil {
+		t.Fatalf("%v:\n%s", err, stdout)
+	}
+	if show.ID != "framed" || len(show.Objectives) != 1 || show.Objectives[0].Ko != "리더를 찾는다" || show.Recap.En != "The recap" ||
+		len(show.ReadNext) != 1 || len(show.Steps) != 1 {
+		t.Fatalf("show -o json:\n%s", stdout)
+	}
+	st := show.Steps[0]
+	if !st.Done || st.Notes.En != "Point at the term" || len(st.Predict.Choices) != 2 || !st.Predict.Choices[0].Right ||
+		st.Predict.Choices[1].Why.En != "No order" || st.Check.Kind != "leader-changed" || len(st.Check.Describe) == 0 ||
+		st.Check.Describe[0].Ko == st.Check.Describe[0].En || fmt.Sprint(st.Solution) != "[klab chaos kill leader]" {
+		t.Errorf("step in show -o json: %+v", st)
+	}
+
+	code, stdout, _ = klab(t, "lessons", "show", "framed", "--dir", dir, "--notes")
+	for _, want := range []string{"about 15 minutes · intermediate\n", "Take first: first\n", "You will be able to:\n  - Find the leader\n",
+		"   Instructor notes:\n     Point at the term\n", "   Predict: Who leads?\n     a) Anyone ✓ Whoever times out first\n     b) master-1 ✗ No order\n", "Recap:\n   The recap\n", "Read next:\n   - The paper: https://raft.github.io/raft.pdf\n"} {
+		if code != 0 || !strings.Contains(stdout, want) {
+			t.Errorf("show --notes lacks %q:\n%s", want, stdout)
+		}
+	}
+	if _, stdout, _ = klab(t, "lessons", "show", "framed", "--dir", dir); strings.Contains(stdout, "Point at the term") {
+		t.Error("show prints instructor notes without --notes")
+	}
+	if code, _, stderr = klab(t, "lessons", "show", "framed", "--dir", dir, "-o", "yaml"); code != 1 || !strings.Contains(stderr, `--output must be text or json, not "yaml"`) {
+		t.Errorf("show -o yaml: exit %d, %s", code, stderr)
+	}
 }

@@ -104,7 +104,9 @@ func CheckLesson(ctx context.Context, l *lessons.Lesson, opts CheckOptions) (rep
 			c.report(rep, res)
 			return rep, err
 		}
-		failed = res.Outcome != StepPassed
+		// A step that passes without its act still ran its solution, so
+		// the steps after it start where the lesson expects.
+		failed = res.Outcome != StepPassed && res.Outcome != StepNoAct
 		c.report(rep, res)
 	}
 	return rep, nil
@@ -317,6 +319,20 @@ func (c *checker) runStep(ctx context.Context, step *lessons.Step, res *StepResu
 	}
 	sctx, cancel := context.WithTimeout(ctx, c.opts.StepTimeout)
 	defer cancel()
+	// First without the act: on the cluster as the step finds it, read
+	// afresh, the check must not pass yet (unless watching is the act).
+	c.eval.Begin(step.Check)
+	if !step.Observe && c.await(sctx, c.feed.Refresh()) && c.eval.Verdict().Passed {
+		res.Verdict = c.eval.Verdict()
+		res.Reasons = res.Verdict.Text(i18n.English)
+		res.Outcome = StepNoAct
+		c.opts.Logger.Warn("lessons check: the step passed before its solution ran", "lesson", c.lesson.ID, "step", step.ID)
+		c.eval.Begin(step.Check)
+		for _, cmd := range step.Solution {
+			res.Commands = append(res.Commands, c.run(sctx, cmd))
+		}
+		return ctx.Err()
+	}
 	c.eval.Begin(step.Check)
 	for _, cmd := range step.Solution {
 		res.Commands = append(res.Commands, c.run(sctx, cmd))

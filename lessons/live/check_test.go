@@ -93,6 +93,8 @@ func TestCheckLesson(t *testing.T) {
 		{"write", StepPassed, `key /live/check holds "hello"`},
 		{"election", StepPassed, "took over from"},
 		{"reshape", StepPassed, "master-1 leads in term"},
+		{"free", StepNoAct, "master-1 leads in term"},
+		{"watch", StepPassed, "master-1 leads in term"},
 		{"never", StepFailed, "key /live/never does not exist yet"},
 		{"after", StepSkipped, ""},
 	}
@@ -108,18 +110,22 @@ func TestCheckLesson(t *testing.T) {
 			t.Errorf("step %d: progress said %s %v", i, progress[i].Step.ID, progress[i].Outcome)
 		}
 	}
-	if rep.Passed() || rep.Count(StepPassed) != 3 || rep.Count(StepFailed) != 1 || rep.Count(StepSkipped) != 1 {
-		t.Errorf("report passed=%v, counts %d/%d/%d", rep.Passed(), rep.Count(StepPassed), rep.Count(StepFailed), rep.Count(StepSkipped))
+	if rep.Passed() || rep.Count(StepPassed) != 4 || rep.Count(StepFailed) != 1 || rep.Count(StepNoAct) != 1 || rep.Count(StepSkipped) != 1 {
+		t.Errorf("report passed=%v, counts %d/%d/%d/%d", rep.Passed(), rep.Count(StepPassed), rep.Count(StepFailed), rep.Count(StepNoAct), rep.Count(StepSkipped))
+	}
+	// The step that passed without its act still ran its solution.
+	if cmds := rep.Steps[3].Commands; len(cmds) != 1 {
+		t.Errorf("the step without its act ran %d commands, want its solution's 1", len(cmds))
 	}
 	// The new shape was started before its step, not in it.
 	if rep.Steps[2].Setup < 100*time.Millisecond || rep.Steps[1].Setup != 0 {
 		t.Errorf("setup times %v, %v; want the reshape's before step 3 only", rep.Steps[1].Setup, rep.Steps[2].Setup)
 	}
 	// The failed step waited for its check as long as it was allowed.
-	if d := rep.Steps[3].Duration; d < 10*time.Second {
+	if d := rep.Steps[5].Duration; d < 10*time.Second {
 		t.Errorf("the failing step gave up after %v, before its 10s", d)
 	}
-	if cmds := rep.Steps[3].Commands; len(cmds) != 1 || cmds[0].Err != nil || strings.TrimSpace(cmds[0].Output) != "OK" {
+	if cmds := rep.Steps[5].Commands; len(cmds) != 1 || cmds[0].Err != nil || strings.TrimSpace(cmds[0].Output) != "OK" {
 		t.Errorf("the failing step's commands: %+v", cmds)
 	}
 	// Nothing is left of the cluster.

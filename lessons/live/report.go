@@ -51,6 +51,10 @@ const (
 	// StepSkipped is a step after one that failed: it would start from a
 	// cluster the lesson did not expect, so it is not judged.
 	StepSkipped
+	// StepNoAct is a step whose check passed before its solution ran: a
+	// student would pass it without doing what it teaches. A step marked
+	// observe (watching is the act) is exempt.
+	StepNoAct
 )
 
 // StepResult is one step's result.
@@ -91,6 +95,8 @@ func (o Outcome) String() string {
 		return "failed"
 	case StepSkipped:
 		return "skipped"
+	case StepNoAct:
+		return "passed without its act"
 	}
 	return fmt.Sprintf("outcome(%d)", int(o))
 }

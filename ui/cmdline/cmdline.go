@@ -117,6 +117,14 @@ func (m *Model) Open(prefill string) tea.Cmd {
 	return m.input.Focus()
 }
 
+// Run opens the command line, types line in and runs it, as if the
+// student had: the command shows in the output with what it prints, and
+// its DoneMsg is judged like any other.
+func (m *Model) Run(line string) tea.Cmd {
+	focus := m.Open(line)
+	return tea.Batch(focus, m.submit())
+}
+
 // Close unfocuses the command line and hides the output.
 func (m *Model) Close() {
 	m.open = false

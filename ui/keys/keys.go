@@ -24,8 +24,10 @@ type KeyMap struct {
 	// kube-proxy mode, a burst of traffic, scrolling a long pane.
 	Command, Filter, Mode, Traffic, PageUp, PageDown key.Binding
 
-	// The lesson pane: next and previous step, one more hint.
-	NextStep, PrevStep, Hint key.Binding
+	// The lesson pane: next and previous step, one more hint, answering
+	// the step's question, showing its solution (and then running it
+	// command by command).
+	NextStep, PrevStep, Hint, Answer, Solution key.Binding
 
 	// Raft clock.
 	Pause, Step, Slower, Faster key.Binding
@@ -75,6 +77,8 @@ func Default() *KeyMap {
 		NextStep: b([]string{"n"}, "n", "ui.key.next-step"),
 		PrevStep: b([]string{"N"}, "N", "ui.key.prev-step"),
 		Hint:     b([]string{"i"}, "i", "ui.key.hint"),
+		Answer:   b([]string{"a"}, "a", "ui.key.answer"),
+		Solution: b([]string{"s"}, "s", "ui.key.solution"),
 
 		Pause:  b([]string{" "}, "space", "ui.key.pause"),
 		Step:   b([]string{"."}, ".", "ui.key.step"),
@@ -92,6 +96,14 @@ func Default() *KeyMap {
 
 		Recreate: b([]string{"enter"}, "enter", "ui.key.recreate"),
 	}
+}
+
+// RunSolution returns the solution binding described as running the next
+// command, for when the solution is shown.
+func (k *KeyMap) RunSolution() key.Binding {
+	b := k.Solution
+	b.SetHelp("s", i18n.T("ui.key.run-solution"))
+	return b
 }
 
 // Resume returns the pause binding described as resuming, for when the

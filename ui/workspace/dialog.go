@@ -29,6 +29,8 @@ type dialog struct {
 	shape     lessons.Shape
 	elsewhere bool
 	ref       string
+	// question is the lesson step's question, for the predict dialog.
+	question lessons.Bilingual
 }
 
 func chooser(title, action string, options []string, cursor int) *dialog {
@@ -85,6 +87,9 @@ func (m *Model) updateDialog(msg tea.KeyMsg) tea.Cmd {
 		d.cursor = (d.cursor + 1) % len(d.options)
 	case key.Matches(msg, k.Select):
 		m.dialog = nil
+		if d.action == "predict" {
+			return m.answer(d.cursor)
+		}
 		name := d.options[d.cursor]
 		if d.action == "partition" {
 			return m.partition(name)
@@ -166,6 +171,30 @@ func (d *dialog) render(m *Model, width int) string {
 			s.Dialog.Item.Render(common.Fit("k  "+keep, w)),
 			s.Dialog.Item.Render(common.Fit("r  "+i18n.T("ui.dlg.remove"), w)),
 			s.Dialog.Note.Render(common.Fit("esc  "+i18n.T("ui.dlg.stay"), w)))
+	case "predict":
+		for _, l := range common.Pack(strings.Fields(i18n.T("ui.dlg.predict")+" "+d.question.String()), w, " ") {
+			lines = append(lines, s.Dialog.Title.Render(l))
+		}
+		lines = append(lines, "")
+		for i, o := range d.options {
+			// A choice may be longer than the box: it wraps, the
+			// cursor on its first line.
+			for j, l := range common.Pack(strings.Fields(o), w-2, " ") {
+				prefix := "  "
+				if j == 0 && i == d.cursor {
+					prefix = "▸ "
+				}
+				st := s.Dialog.Item
+				if i == d.cursor {
+					st = s.Dialog.ItemSelected
+				}
+				lines = append(lines, st.Render(common.Fit(prefix+l, w)))
+			}
+		}
+		lines = append(lines, "")
+		for _, l := range common.Pack(strings.Fields(i18n.T("ui.dlg.predict-note")), w, " ") {
+			lines = append(lines, s.Dialog.Note.Render(l))
+		}
 	default:
 		lines = append(lines, s.Dialog.Title.Render(common.Fit(i18n.T(d.title), w)), "")
 		for i, o := range d.options {

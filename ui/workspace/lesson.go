@@ -10,6 +10,7 @@ import (
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/lessons"
+	"github.com/klab-dev/klab/ui/views/lesson"
 )
 
 // feedMsg carries what the lesson feed observed since the last one.
@@ -100,6 +101,11 @@ func (m *Model) beginStep(i int) tea.Cmd {
 	}
 	id, step := m.pane.Lesson().ID, st.ID
 	cmds = append(cmds, m.saveProgress(func(p *lessons.Progress) error { return p.SetCurrent(id, step) }))
+	// A question comes before the act: asked at once, unless answered
+	// before (it can be changed with a until the step passes).
+	if m.pane.Asking() {
+		m.dialog = m.predictDialog()
+	}
 	// A step that runs on another shape (going on to it, or back from
 	// it) offers to recreate a cluster this klab started; one started
 	// elsewhere is its owner's to remove.
@@ -113,6 +119,29 @@ func (m *Model) beginStep(i int) tea.Cmd {
 	}
 	m.layout()
 	return tea.Batch(cmds...)
+}
+
+// predictDialog asks the step's question; the cursor starts on the
+// answer given before, if any.
+func (m *Model) predictDialog() *dialog {
+	st := m.pane.Step()
+	var options []string
+	for i, c := range st.Predict.Choices {
+		options = append(options, lesson.ChoiceLabel(i)+" "+c.Text.String())
+	}
+	cursor, _ := m.pane.Answer(st.ID)
+	d := chooser("", "predict", options, cursor)
+	d.question = st.Predict.Question
+	return d
+}
+
+// answer records the choice predicted at the step shown.
+func (m *Model) answer(choice int) tea.Cmd {
+	st := m.pane.Step()
+	m.pane.SetAnswer(st.ID, choice)
+	m.status = status{msg: i18n.M("ui.lesson.answered", lesson.ChoiceLabel(choice))}
+	id, step := m.pane.Lesson().ID, st.ID
+	return m.saveProgress(func(p *lessons.Progress) error { return p.SetAnswer(id, step, choice) })
 }
 
 // fits reports whether the cluster shown has the shape a step needs.
@@ -146,6 +175,27 @@ func (m *Model) lessonKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 			m.status = status{msg: i18n.M("ui.lesson.no-more-hints")}
 		}
 		return nil, true
+	case key.Matches(msg, k.Answer):
+		if m.pane.Step().Predict == nil || m.pane.Verdict().Passed {
+			return nil, false
+		}
+		m.dialog = m.predictDialog()
+		return nil, true
+	case key.Matches(msg, k.Solution):
+		if !m.pane.SolutionShown() {
+			if !m.pane.ShowSolution() {
+				m.status = status{msg: i18n.M("ui.lesson.no-solution")}
+			}
+			return nil, true
+		}
+		cmd, ok := m.pane.NextSolution()
+		if !ok {
+			m.status = status{msg: i18n.M("ui.lesson.solution-done")}
+			return nil, true
+		}
+		run := m.cmdline.Run(cmd.String())
+		m.layout()
+		return run, true
 	}
 	if m.focus != focusLesson {
 		return nil, false
@@ -179,6 +229,15 @@ func (m *Model) stepKeys() []key.Binding {
 	}
 	if m.pane.HintsLeft() > 0 {
 		out = append(out, k.Hint)
+	}
+	if m.pane.Step().Predict != nil && !m.pane.Verdict().Passed {
+		out = append(out, k.Answer)
+	}
+	switch {
+	case m.pane.SolutionLeft() > 0:
+		out = append(out, k.RunSolution())
+	case !m.pane.SolutionShown() && len(m.pane.Step().Solution) > 0:
+		out = append(out, k.Solution)
 	}
 	if m.pane.Index() > 0 {
 		out = append(out, k.PrevStep)

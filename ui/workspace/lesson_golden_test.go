@@ -51,7 +51,8 @@ func memberList(info *lab.Info) string {
 // lessonFixture returns a workspace on the Raft fixture with the
 // raft-election lesson open at step 1 and judged as Start would judge
 // it: the check begun, then fed the fixture's member statuses through
-// the live converter, so that the step passes on master-1's leadership.
+// the live converter and the klab status the step asks for, so that the
+// step passes on master-1's leadership.
 // The views with feeds of their own are there, unstarted, as the real
 // workspace has them; its commands print the fixture's member list.
 func lessonFixture(t *testing.T, lang i18n.Lang, width, height int) *Model {
@@ -78,6 +79,7 @@ func lessonFixture(t *testing.T, lang i18n.Lang, width, height int) *Model {
 	m.SetSize(width, height)
 	m.beginStep(0)
 	judgeStatuses(m, info, st)
+	m.judge(lessons.CommandObserved{Args: []string{"klab", "status"}})
 	if !m.pane.Verdict().Passed {
 		t.Fatalf("step 1 did not pass on the fixture: %+v", m.pane.Verdict())
 	}

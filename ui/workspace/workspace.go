@@ -155,6 +155,9 @@ func New(c *common.Common, l labio.Lab, st *labstate.State, opts Options) *Model
 				if p.Done(opts.Lesson.ID, st.ID) {
 					m.pane.SetDone(st.ID)
 				}
+				if c, ok := p.Answer(opts.Lesson.ID, st.ID); ok {
+					m.pane.SetAnswer(st.ID, c)
+				}
 			}
 		}
 		m.view = viewOf(m.pane.Step().View, m.view)

@@ -31,10 +31,15 @@ type Pane struct {
 	lesson *lessons.Lesson
 	step   int
 	// done marks the steps completed, by ID.
-	done    map[string]bool
+	done map[string]bool
+	// answers are the choices predicted, by step ID.
+	answers map[string]int
 	verdict lessons.Verdict
 	// hints is how many of the step's hints are shown.
 	hints int
+	// solution is -1 while the step's solution is hidden, else how many
+	// of its commands were run from the pane.
+	solution int
 	// offset is the first line of the scrolled part shown.
 	offset int
 
@@ -44,18 +49,21 @@ type Pane struct {
 }
 
 type bodyCache struct {
-	lang   i18n.Lang
-	step   int
-	width  int
-	hints  int
-	dark   bool
-	colour bool
-	lines  []string
+	lang     i18n.Lang
+	step     int
+	width    int
+	hints    int
+	solution int
+	passed   bool
+	answer   int
+	dark     bool
+	colour   bool
+	lines    []string
 }
 
 // New returns the pane of l at step index step.
 func New(c *common.Common, l *lessons.Lesson, step int) *Pane {
-	p := &Pane{c: c, lesson: l, done: map[string]bool{}}
+	p := &Pane{c: c, lesson: l, done: map[string]bool{}, answers: map[string]int{}}
 	p.SetStep(step)
 	return p
 }
@@ -77,6 +85,7 @@ func (p *Pane) Last() bool { return p.step == len(p.lesson.Steps)-1 }
 func (p *Pane) SetStep(i int) {
 	p.step = min(max(i, 0), len(p.lesson.Steps)-1)
 	p.hints, p.offset = 0, 0
+	p.solution = -1
 	p.verdict = lessons.Verdict{}
 }
 
@@ -96,6 +105,69 @@ func (p *Pane) SetDone(stepID string) { p.done[stepID] = true }
 
 // Done reports whether the step was completed.
 func (p *Pane) Done(stepID string) bool { return p.done[stepID] }
+
+// SetAnswer records the choice predicted at a step (from saved progress,
+// or just now).
+func (p *Pane) SetAnswer(stepID string, choice int) { p.answers[stepID] = choice }
+
+// Answer returns the choice predicted at a step, if any.
+func (p *Pane) Answer(stepID string) (int, bool) {
+	c, ok := p.answers[stepID]
+	return c, ok
+}
+
+// Asking reports whether the step shown asks a question that is still
+// open: not answered, and the step not passed (after it, the answer is
+// shown, not asked).
+func (p *Pane) Asking() bool {
+	_, answered := p.answers[p.Step().ID]
+	return p.Step().Predict != nil && !answered && !p.verdict.Passed
+}
+
+// choiceLabel is a choice's letter: a, b, c.
+func choiceLabel(i int) string { return string(rune('a'+i)) + ")" }
+
+// ChoiceLabel is the label a choice is shown with, for the dialog that
+// asks.
+func ChoiceLabel(i int) string { return choiceLabel(i) }
+
+// SolutionShown reports whether the step's solution is shown.
+func (p *Pane) SolutionShown() bool { return p.solution >= 0 }
+
+// ShowSolution shows the step's solution and scrolls to it; it reports
+// false when the step has none (its check holds on its own).
+func (p *Pane) ShowSolution() bool {
+	if len(p.Step().Solution) == 0 {
+		return false
+	}
+	if p.solution < 0 {
+		p.solution = 0
+	}
+	p.offset = 1 << 30
+	return true
+}
+
+// NextSolution returns the solution's next command to run and counts it
+// as run; ok is false when the solution is hidden or every command ran.
+func (p *Pane) NextSolution() (cmd lessons.Command, ok bool) {
+	sol := p.Step().Solution
+	if p.solution < 0 || p.solution >= len(sol) {
+		return "", false
+	}
+	cmd = sol[p.solution]
+	p.solution++
+	p.offset = 1 << 30
+	return cmd, true
+}
+
+// SolutionLeft returns how many of the shown solution's commands were not
+// run yet.
+func (p *Pane) SolutionLeft() int {
+	if p.solution < 0 {
+		return 0
+	}
+	return len(p.Step().Solution) - p.solution
+}
 
 // HintsLeft returns how many hints are not shown yet.
 func (p *Pane) HintsLeft() int { return len(p.Step().Hints) - p.hints }
@@ -208,6 +280,14 @@ func (p *Pane) checkLines(width int) []string {
 	} else {
 		lines = append(lines, s.Waiting.Render(common.Fit("… "+i18n.T("ui.lesson.waiting"), width)))
 	}
+	// The guess, beside what the cluster did (the reasons below).
+	if ans, ok := p.answers[st.ID]; ok && p.verdict.Passed && st.Predict != nil && ans < len(st.Predict.Choices) {
+		key := "ui.lesson.guess-wrong"
+		if st.Predict.Right(ans) {
+			key = "ui.lesson.guess-right"
+		}
+		lines = append(lines, s.Muted.Render(common.Fit("  "+i18n.T(key, choiceLabel(ans)+" "+oneParagraph(st.Predict.Choices[ans].Text.String())), width)))
+	}
 	reasons := p.verdict.Reasons
 	if len(reasons) == 0 && !p.verdict.Passed {
 		reasons = st.Check.Describe()
@@ -227,18 +307,32 @@ func (p *Pane) bodyLines(width int) []string {
 	dark := lipgloss.HasDarkBackground()
 	colour := lipgloss.ColorProfile() != termenv.Ascii
 	c := &p.body
+	passed := p.verdict.Passed
+	answer, answered := p.answers[p.Step().ID]
+	if !answered {
+		answer = -1
+	}
 	if c.lines != nil && c.lang == i18n.Current() && c.step == p.step && c.width == width &&
-		c.hints == p.hints && c.dark == dark && c.colour == colour {
+		c.hints == p.hints && c.solution == p.solution && c.passed == passed && c.answer == answer && c.dark == dark && c.colour == colour {
 		return c.lines
 	}
 	st := p.Step()
 	var md strings.Builder
+	if p.step == 0 {
+		md.WriteString(frameMarkdown(p.lesson.Frame))
+	}
 	md.WriteString(unwrapListItems(st.Body.String()))
+	if st.Predict != nil {
+		md.WriteString(predictionMarkdown(st.Predict, answer, passed))
+	}
 	if len(st.Try) > 0 {
 		fmt.Fprintf(&md, "\n\n**%s**\n\n", i18n.T("ui.lesson.try"))
 		for _, cmd := range st.Try {
 			fmt.Fprintf(&md, "    %s\n", cmd)
 		}
+	}
+	if p.Last() && passed {
+		md.WriteString(recapMarkdown(p.lesson.Frame))
 	}
 	lines := strings.Split(renderMarkdown(md.String(), width, dark, colour), "\n")
 	s := p.c.Styles.Lesson
@@ -253,21 +347,126 @@ func (p *Pane) bodyLines(width int) []string {
 			lines = append(lines, bar+l)
 		}
 	}
+	// The solution, once asked for: each command marked run (✓) or next
+	// (▸), set off by the hints' bar.
+	if p.solution >= 0 {
+		lines = append(lines, "", bar+s.Step.Render(i18n.T("ui.lesson.solution")))
+		for i, cmd := range st.Solution {
+			mark := "  "
+			switch {
+			case i < p.solution:
+				mark = "✓ "
+			case i == p.solution:
+				mark = "▸ "
+			}
+			for _, l := range wrapWide(mark+cmd.String(), max(width-2, 1)) {
+				lines = append(lines, bar+l)
+			}
+		}
+	}
 	// The notes wrap rather than lose their ends in a narrow pane.
 	var notes []string
+	if st.Predict != nil && answer < 0 && !passed {
+		notes = append(notes, i18n.T("ui.lesson.answer-note"))
+	}
 	if len(st.Try) > 0 {
 		notes = append(notes, i18n.T("ui.lesson.try-note"))
 	}
 	if left := len(st.Hints) - p.hints; left > 0 {
 		notes = append(notes, i18n.T("ui.lesson.hints-left", left))
 	}
+	switch {
+	case len(st.Solution) > 0 && p.solution < 0 && !passed:
+		notes = append(notes, i18n.T("ui.lesson.solution-note"))
+	case p.solution >= 0 && p.solution < len(st.Solution):
+		notes = append(notes, i18n.T("ui.lesson.solution-run-note"))
+	}
 	for _, n := range notes {
 		for _, l := range common.Pack(strings.Fields(n), width, " ") {
 			lines = append(lines, s.Muted.Render(l))
 		}
 	}
-	*c = bodyCache{lang: i18n.Current(), step: p.step, width: width, hints: p.hints, dark: dark, colour: colour, lines: lines}
+	*c = bodyCache{lang: i18n.Current(), step: p.step, width: width, hints: p.hints, solution: p.solution, passed: passed, answer: answer, dark: dark, colour: colour, lines: lines}
 	return lines
+}
+
+// predictionMarkdown is the step's question: before the act, the choices
+// with the one picked marked; once the check passed, every choice with
+// whether it was right and why, beside what the student guessed.
+func predictionMarkdown(pr *lessons.Prediction, answer int, passed bool) string {
+	var md strings.Builder
+	fmt.Fprintf(&md, "\n\n**%s** %s\n\n", i18n.T("ui.lesson.predict"), oneParagraph(pr.Question.String()))
+	for i, c := range pr.Choices {
+		mark := "  "
+		if i == answer {
+			mark = "▸ "
+		}
+		text := oneParagraph(c.Text.String())
+		if !passed {
+			fmt.Fprintf(&md, "- %s%s %s\n", mark, choiceLabel(i), text)
+			continue
+		}
+		verdict := "✗"
+		if c.Right {
+			verdict = "✓"
+		}
+		fmt.Fprintf(&md, "- %s%s %s **%s** — %s\n", mark, choiceLabel(i), text, verdict, oneParagraph(c.Why.String()))
+	}
+	return md.String()
+}
+
+// frameMarkdown is what the lesson says of itself at its start: how long
+// it takes and for whom, what it assumes, and what the student will be able
+// to do; a rule sets it off from the first step.
+func frameMarkdown(f lessons.Frame) string {
+	if f.Empty() {
+		return ""
+	}
+	var md strings.Builder
+	var about []string
+	if f.Minutes > 0 {
+		about = append(about, i18n.T("lessons.frame.minutes", f.Minutes))
+	}
+	if f.Level != "" {
+		about = append(about, i18n.T("lessons.level."+string(f.Level)))
+	}
+	if len(about) > 0 {
+		fmt.Fprintf(&md, "*%s*\n\n", strings.Join(about, " · "))
+	}
+	if len(f.Prerequisites) > 0 {
+		fmt.Fprintf(&md, "%s\n\n", i18n.T("lessons.frame.prerequisites", strings.Join(f.Prerequisites, ", ")))
+	}
+	if len(f.Objectives) > 0 {
+		fmt.Fprintf(&md, "**%s**\n\n", i18n.T("lessons.frame.objectives"))
+		for _, o := range f.Objectives {
+			fmt.Fprintf(&md, "- %s\n", oneParagraph(o.String()))
+		}
+		md.WriteString("\n")
+	}
+	md.WriteString("---\n\n")
+	return md.String()
+}
+
+// recapMarkdown is what the lesson says once its last step passed: the
+// recap and what to read next.
+func recapMarkdown(f lessons.Frame) string {
+	if f.Recap == (lessons.Bilingual{}) && len(f.ReadNext) == 0 {
+		return ""
+	}
+	var md strings.Builder
+	md.WriteString("\n\n---\n\n")
+	if f.Recap != (lessons.Bilingual{}) {
+		fmt.Fprintf(&md, "**%s**\n\n%s\n\n", i18n.T("lessons.frame.recap"), unwrapListItems(f.Recap.String()))
+	}
+	if len(f.ReadNext) > 0 {
+		fmt.Fprintf(&md, "**%s**\n\n", i18n.T("lessons.frame.read-next"))
+		for _, r := range f.ReadNext {
+			// The address is written out: a terminal shows no link
+			// targets, and a student copies it.
+			fmt.Fprintf(&md, "- %s  \n  `%s`\n", oneParagraph(r.Title.String()), r.URL)
+		}
+	}
+	return md.String()
 }
 
 // oneParagraph joins a hint's lines so that it stays inside its quote.

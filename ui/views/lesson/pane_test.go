@@ -87,3 +87,57 @@ func TestPaneSteps(t *testing.T) {
 	frame = p.Render(true)
 	uitest.CheckFrame(t, frame, 40, 20)
 }
+
+// framedLesson is a two-step lesson with a frame, instructor notes and a
+// prediction, built here so that the tests do not hang on the wording of
+// the built-in lessons.
+func framedLesson() *lessons.Lesson {
+	bi := func(ko, en string) lessons.Bilingual { return lessons.Bilingual{Korean: ko, English: en} }
+	return &lessons.Lesson{
+		ID: "framed", Title: bi("틀이 있는 레슨", "A framed lesson"),
+		Frame: lessons.Frame{
+			Objectives:    []lessons.Bilingual{bi("리더가 바뀌는 것을 본다", "Watch the leader change")},
+			Prerequisites: []string{"raft-election"},
+			Minutes:       10, Level: lessons.LevelBeginner,
+			Recap:    bi("리더는 과반수의 표로 뽑힙니다.", "A leader is elected by a majority."),
+			ReadNext: []lessons.Link{{Title: bi("Raft 논문 5.2절", "The Raft paper, section 5.2"), URL: "https://raft.github.io/raft.pdf"}},
+		},
+		Steps: []*lessons.Step{
+			{ID: "one", Title: bi("첫 단계", "First"), Body: bi("리더를 죽입니다.", "Kill the leader."), Check: lessons.LeaderChangedCheck{},
+				Notes: bi("임기를 가리키세요", "Point at the term"),
+				Predict: &lessons.Prediction{Question: bi("누가 리더가 될까요?", "Who becomes leader?"), Choices: []lessons.Choice{
+					{Text: bi("먼저 타임아웃된 멤버", "Whoever times out first"), Right: true, Why: bi("선거 타임아웃은 무작위입니다.", "Election timeouts are random.")},
+					{Text: bi("master-1", "master-1"), Why: bi("이름 순서는 상관없습니다.", "Names play no part.")},
+				}},
+				Solution: []lessons.Command{"klab chaos kill leader", "klab status"}},
+			{ID: "two", Title: bi("둘째 단계", "Second"), Body: bi("다시 봅니다.", "Look again."), Check: lessons.LeaderChangedCheck{}},
+		},
+	}
+}
+
+// TestPaneFrame shows the frame at the lesson's start and the recap once
+// its last step passed, not before.
+func TestPaneFrame(t *testing.T) {
+	c := uitest.Setup(t, i18n.English)
+	l := framedLesson()
+	p := New(c, l, 0)
+	p.SetSize(60, 40)
+	frame := p.Render(true)
+	for _, want := range []string{"about 10 minutes · beginner", "Take first: raft-election", "You will be able to:", "Watch the leader change", "Kill the leader."} {
+		if !strings.Contains(frame, want) {
+			t.Errorf("first step lacks %q:\n%s", want, frame)
+		}
+	}
+	p.SetStep(1)
+	frame = p.Render(true)
+	if strings.Contains(frame, "Watch the leader change") || strings.Contains(frame, "Recap") {
+		t.Errorf("the frame or recap shows on a later step before it passed:\n%s", frame)
+	}
+	p.SetVerdict(lessons.Verdict{Passed: true})
+	frame = p.Render(true)
+	for _, want := range []string{"Recap", "A leader is elected by a majority.", "Read next", "https://raft.github.io/raft.pdf"} {
+		if !strings.Contains(frame, want) {
+			t.Errorf("the last step, passed, lacks %q:\n%s", want, frame)
+		}
+	}
+}
