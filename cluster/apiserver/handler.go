@@ -50,7 +50,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Resource: info.resource, Subresource: info.subresource, Namespace: info.namespace, Name: info.name,
 		Path: r.URL.Path, ResourceRequest: info.resourceRequest,
 	}
-	if decision, _ := s.cfg.Authorizer.Authorize(attrs); decision != auth.DecisionAllow {
+	if decision, _ := s.authz.Authorize(attrs); decision != auth.DecisionAllow {
 		writeError(rec, r, forbidden(info, attrs))
 		return
 	}

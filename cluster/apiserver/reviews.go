@@ -18,11 +18,11 @@ func (s *Server) createVirtual(w http.ResponseWriter, req *request, obj runtime.
 	case *authorizationv1.SelfSubjectAccessReview:
 		// kubectl auth can-i: authorization asked about a request that is
 		// not made.
-		o.Status = s.cfg.Authorizer.Review(req.user, o.Spec)
+		o.Status = s.authz.Review(req.user, o.Spec)
 		o.ObjectMeta = metav1.ObjectMeta{CreationTimestamp: metav1.Now()}
 		writeObject(w, req.Request, http.StatusCreated, o)
 	case *authorizationv1.SelfSubjectRulesReview:
-		o.Status = s.cfg.Authorizer.Rules(req.user, o.Spec.Namespace)
+		o.Status = s.authz.Rules(req.user, o.Spec.Namespace)
 		o.ObjectMeta = metav1.ObjectMeta{CreationTimestamp: metav1.Now()}
 		writeObject(w, req.Request, http.StatusCreated, o)
 	case *authenticationv1.SelfSubjectReview:
