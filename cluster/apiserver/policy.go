@@ -9,12 +9,12 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
 
 	"github.com/klab-dev/klab/cluster/apiserver/auth"
 	"github.com/klab-dev/klab/cluster/apiserver/registry"

@@ -70,7 +70,7 @@ func startAPIServer(t *testing.T) *testCluster {
 	srv, err := apiserver.New(apiserver.Config{
 		Name: "apiserver-kubelet-test", Etcd: c.Etcd.Client(), Listen: addr, TLS: tlsCfg,
 		Authenticator: authn,
-		KubeletCA: c.PKI.CertPool(), KubeletToken: adminToken,
+		KubeletCA:     c.PKI.CertPool(), KubeletToken: adminToken,
 	})
 	if err != nil {
 		t.Fatal(err)

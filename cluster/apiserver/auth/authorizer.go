@@ -128,8 +128,8 @@ type grant struct {
 	subject   rbacv1.Subject
 }
 
-func userKey(name string) string   { return "u:" + name }
-func groupKey(name string) string  { return "g:" + name }
+func userKey(name string) string  { return "u:" + name }
+func groupKey(name string) string { return "g:" + name }
 
 // subjectKey returns the index key of a subject of a binding in namespace
 // ("" for a ClusterRoleBinding). A service account is indexed under its

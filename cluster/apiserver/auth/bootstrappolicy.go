@@ -92,7 +92,7 @@ func urlRule(verbs []string, urls ...string) rbacv1.PolicyRule {
 	return rbacv1.PolicyRule{Verbs: slices.Clone(verbs), NonResourceURLs: urls}
 }
 
-func v(verbs ...string) []string { return verbs }
+func v(verbs ...string) []string  { return verbs }
 func g(groups ...string) []string { return groups }
 
 // eventsRule lets a component record events in either API group.
