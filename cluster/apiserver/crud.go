@@ -98,6 +98,10 @@ func (s *Server) create(w http.ResponseWriter, req *request) {
 		s.createVirtual(w, req, obj)
 		return
 	}
+	if err := s.checkEscalation(req, obj, nil); err != nil {
+		writeError(w, req.Request, err)
+		return
+	}
 	created, err := s.createObject(req.Context(), req.res, req.info.namespace, obj, isDryRun(req.Request))
 	if err != nil {
 		writeError(w, req.Request, err)
@@ -239,6 +243,9 @@ func (s *Server) updateObject(ctx context.Context, req *request, newObject func(
 		}
 		if errs := validateUpdate(res, sub, obj, current); len(errs) > 0 {
 			return nil, apierrors.NewInvalid(res.GVK().GroupKind(), req.info.name, errs)
+		}
+		if err := s.checkEscalation(req, obj, current); err != nil {
+			return nil, err
 		}
 		release, err := s.allocate(ctx, res, obj, current, dryRun)
 		if err != nil {

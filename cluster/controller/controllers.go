@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"github.com/klab-dev/klab/cluster/controller/clusterroleaggregation"
 	"github.com/klab-dev/klab/cluster/controller/controllerctx"
 	"github.com/klab-dev/klab/cluster/controller/daemonset"
 	"github.com/klab-dev/klab/cluster/controller/deployment"
@@ -28,6 +29,7 @@ var initFuncs = map[string]controllerctx.InitFunc{
 	deployment.Name:                 deployment.Init,
 	daemonset.Name:                  daemonset.Init,
 	job.Name:                        job.Init,
+	clusterroleaggregation.Name:     clusterroleaggregation.Init,
 }
 
 // concurrentSyncs are upstream's default worker counts per controller
