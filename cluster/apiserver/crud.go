@@ -152,6 +152,7 @@ func (s *Server) createObject(ctx context.Context, res *registry.Resource, names
 			}
 			return nil, err
 		}
+		s.notePolicyWrite(stored, false)
 		return s.fromStorage(res, stored), nil
 	}
 }
@@ -268,6 +269,7 @@ func (s *Server) updateObject(ctx context.Context, req *request, newObject func(
 		return nil, err
 	}
 	updated := s.fromStorage(res, stored)
+	s.notePolicyWrite(updated, false)
 	// An object being deleted goes once its last finalizer is removed.
 	if m, _ := meta.Accessor(updated); m.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) == 0 && readyToGo(res, updated) {
 		if _, err := s.store.Delete(ctx, s.storageResource(res), req.info.namespace, req.info.name, sameRevision(m.GetResourceVersion())); err == nil {

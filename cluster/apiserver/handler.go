@@ -45,6 +45,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(rec, r, apierrors.NewUnauthorized("Unauthorized"))
 		return
 	}
+	if impersonated, asked, err := s.impersonate(r, user); asked {
+		if err != nil {
+			writeError(rec, r, err)
+			return
+		}
+		user = impersonated
+	}
 	attrs := auth.Attributes{
 		User: user, Verb: info.verb, APIGroup: info.gv.Group, APIVersion: info.gv.Version,
 		Resource: info.resource, Subresource: info.subresource, Namespace: info.namespace, Name: info.name,

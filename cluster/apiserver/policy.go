@@ -280,3 +280,20 @@ func addMissingSubjects(have, want []rbacv1.Subject) []rbacv1.Subject {
 	}
 	return have
 }
+
+// notePolicyWrite applies an RBAC object this server just wrote to its
+// authorizer at once, so that the writer's next request sees it (kubectl
+// create rolebinding, then kubectl auth can-i); the watch brings the same
+// change, and every other server's, a moment later.
+func (s *Server) notePolicyWrite(obj runtime.Object, deleted bool) {
+	switch obj.(type) {
+	case *rbacv1.Role, *rbacv1.ClusterRole, *rbacv1.RoleBinding, *rbacv1.ClusterRoleBinding:
+	default:
+		return
+	}
+	if deleted {
+		s.authz.Delete(obj)
+	} else {
+		s.authz.Set(obj)
+	}
+}

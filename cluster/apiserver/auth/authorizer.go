@@ -3,6 +3,7 @@ package auth
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,11 @@ type Authorizer struct {
 	mu sync.Mutex // guards the maps below and serialises rebuilds
 	// objects by kind ("Role", ...) then by namespace/name.
 	objects map[string]map[string]any
+	// revisions holds, by kind then key, the resourceVersion of the
+	// latest change seen, deletions included: the server that wrote an
+	// object applies it at once, and its watch, possibly behind, must
+	// not then bring back an older state.
+	revisions map[string]map[string]int64
 
 	snap atomic.Pointer[snapshot]
 }
@@ -40,7 +46,7 @@ type Authorizer struct {
 // NewAuthorizer returns an authorizer with no policy: it allows nothing
 // until it is given roles and bindings.
 func NewAuthorizer() *Authorizer {
-	a := &Authorizer{objects: map[string]map[string]any{}}
+	a := &Authorizer{objects: map[string]map[string]any{}, revisions: map[string]map[string]int64{}}
 	a.snap.Store(&snapshot{})
 	return a
 }
@@ -53,12 +59,13 @@ func NewAuthorizerFor(objs ...any) *Authorizer {
 	return a
 }
 
-// Set adds or replaces objects of the policy.
+// Set adds or replaces objects of the policy. An object older than what
+// was last seen of it (by resourceVersion) is ignored.
 func (a *Authorizer) Set(objs ...any) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, obj := range objs {
-		if kind, key, ok := policyKey(obj); ok {
+		if kind, key, ok := policyKey(obj); ok && a.newer(kind, key, obj) {
 			if a.objects[kind] == nil {
 				a.objects[kind] = map[string]any{}
 			}
@@ -68,16 +75,39 @@ func (a *Authorizer) Set(objs ...any) {
 	a.rebuild()
 }
 
-// Delete removes objects from the policy.
+// Delete removes objects from the policy; as for Set, a deletion older
+// than the last change seen is ignored.
 func (a *Authorizer) Delete(objs ...any) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, obj := range objs {
-		if kind, key, ok := policyKey(obj); ok {
+		if kind, key, ok := policyKey(obj); ok && a.newer(kind, key, obj) {
 			delete(a.objects[kind], key)
 		}
 	}
 	a.rebuild()
+}
+
+// newer records obj's resourceVersion for kind/key and reports whether it
+// is not older than the one recorded. Objects without one (tests, the
+// defaults) always apply.
+func (a *Authorizer) newer(kind, key string, obj any) bool {
+	m, ok := obj.(interface{ GetResourceVersion() string })
+	if !ok {
+		return true
+	}
+	rev, err := strconv.ParseInt(m.GetResourceVersion(), 10, 64)
+	if err != nil {
+		return true
+	}
+	if a.revisions[kind] == nil {
+		a.revisions[kind] = map[string]int64{}
+	}
+	if rev < a.revisions[kind][key] {
+		return false
+	}
+	a.revisions[kind][key] = rev
+	return true
 }
 
 // Replace sets every object of one kind ("Role", "ClusterRole",
@@ -86,8 +116,9 @@ func (a *Authorizer) Replace(kind string, objs []any) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.objects[kind] = map[string]any{}
+	a.revisions[kind] = map[string]int64{}
 	for _, obj := range objs {
-		if k, key, ok := policyKey(obj); ok && k == kind {
+		if k, key, ok := policyKey(obj); ok && k == kind && a.newer(kind, key, obj) {
 			a.objects[kind][key] = obj
 		}
 	}
