@@ -32,6 +32,9 @@ const (
 	ControllerRolePrefix = "system:controller:"
 	// ViewersBinding binds view to klab:viewers; it is klab's own.
 	ViewersBinding = "klab-viewers"
+	// SchedulerExplanationsRole lets klab's scheduler annotate the pods
+	// it cannot place; it is klab's own.
+	SchedulerExplanationsRole = "klab:scheduler-explanations"
 	// KubeProxyRole is kubeadm's Role in kube-system that lets kube-proxy
 	// read its ConfigMap.
 	KubeProxyRole = "kube-proxy"
@@ -216,6 +219,14 @@ func ClusterRoles() []rbacv1.ClusterRole {
 			rule(read, g(storageGroup), "csidrivers"),
 			rule(read, g(storageGroup), "csistoragecapacities"),
 		),
+		// klab's scheduler writes why it could not place a pod into the
+		// pod's klab.dev/ annotations, for the TUI and lessons. Upstream's
+		// scheduler writes no annotations, so its role cannot patch pods;
+		// this klab role adds that one permission rather than widen
+		// system:kube-scheduler.
+		clusterRole(SchedulerExplanationsRole, nil,
+			rule(v("patch"), g(coreGroup), "pods"),
+		),
 		clusterRole(VolumeSchedulerRole, nil,
 			rule(v("get", "list", "watch", "update", "patch"), g(coreGroup), "persistentvolumes"),
 			rule(read, g(storageGroup), "storageclasses"),
@@ -387,6 +398,7 @@ func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		clusterRoleBinding("system:kube-dns", "system:kube-dns", ServiceAccountSubject("kube-system", "kube-dns")),
 		clusterRoleBinding(KubeSchedulerRole, KubeSchedulerRole, UserSubject(KubeScheduler)),
 		clusterRoleBinding(VolumeSchedulerRole, VolumeSchedulerRole, UserSubject(KubeScheduler)),
+		clusterRoleBinding(SchedulerExplanationsRole, SchedulerExplanationsRole, UserSubject(KubeScheduler)),
 		clusterRoleBinding("system:service-account-issuer-discovery", "system:service-account-issuer-discovery", Group(ServiceAccountsGroup)),
 		// Upstream leaves this binding without subjects and lets the
 		// Node authorizer decide for kubelets, each for its own node.
