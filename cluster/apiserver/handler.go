@@ -22,10 +22,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 	info := parseRequestInfo(r)
-	user, authenticated := auth.User{}, false
-	if s.cfg.Authenticator != nil {
-		user, authenticated = s.cfg.Authenticator.AuthenticateRequest(r)
-	}
+	user, authenticated := s.authenticate(r)
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -189,4 +186,19 @@ func (r *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, fmt.Errorf("connection cannot be hijacked")
 	}
 	return h.Hijack()
+}
+
+// authenticate identifies the request's user as kube-apiserver's union of
+// authenticators does, first success wins: a verified client certificate,
+// then a bearer token.
+func (s *Server) authenticate(r *http.Request) (auth.User, bool) {
+	if r.TLS != nil && s.cfg.ClientCA != nil {
+		if u, ok := auth.X509User(r.TLS.VerifiedChains); ok {
+			return u, true
+		}
+	}
+	if s.cfg.Authenticator != nil {
+		return s.cfg.Authenticator.AuthenticateRequest(r)
+	}
+	return auth.User{}, false
 }

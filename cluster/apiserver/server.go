@@ -60,6 +60,10 @@ type Config struct {
 	// TLS is the serving configuration; nil serves plain HTTP (tests of
 	// single parts only: every cluster serves HTTPS).
 	TLS *tls.Config
+	// ClientCA, when set, verifies client certificates (kube-apiserver's
+	// --client-ca-file): a request with one signed by it is the user its
+	// common name names, in the groups of its organizations.
+	ClientCA *x509.CertPool
 	// Authenticator identifies a request's user. What the user may do is
 	// decided by the RBAC roles and bindings stored in the cluster.
 	Authenticator *auth.TokenAuthenticator
@@ -110,6 +114,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.NodePortBase == 0 {
 		cfg.NodePortBase, cfg.NodePortSize = DefaultNodePortBase, DefaultNodePortSize
+	}
+	if cfg.TLS != nil && cfg.ClientCA != nil {
+		cfg.TLS = cfg.TLS.Clone()
+		// A certificate is optional (tokens still work) but, when given,
+		// must verify.
+		cfg.TLS.ClientAuth, cfg.TLS.ClientCAs = tls.VerifyClientCertIfGiven, cfg.ClientCA
 	}
 	if cfg.BookmarkInterval == 0 {
 		cfg.BookmarkInterval = storage.DefaultBookmarkInterval
