@@ -102,6 +102,10 @@ func (s *Server) create(w http.ResponseWriter, req *request) {
 		writeError(w, req.Request, err)
 		return
 	}
+	if err := s.checkEscalation(req, obj, nil); err != nil {
+		writeError(w, req.Request, err)
+		return
+	}
 	created, err := s.createObject(req.Context(), req.res, req.info.namespace, obj, writeParams{dryRun: isDryRun(req.Request), manager: managerOf(req.Request)})
 	if err != nil {
 		writeError(w, req.Request, err)
@@ -171,6 +175,7 @@ func (s *Server) createObject(ctx context.Context, res *registry.Resource, names
 			}
 			return nil, err
 		}
+		s.notePolicyWrite(stored, false)
 		return s.fromStorage(res, stored), nil
 	}
 }
@@ -273,6 +278,9 @@ func (s *Server) updateObject(ctx context.Context, req *request, newObject func(
 		if errs := validateUpdate(res, sub, obj, current); len(errs) > 0 {
 			return nil, apierrors.NewInvalid(res.GVK().GroupKind(), req.info.name, errs)
 		}
+		if err := s.checkEscalation(req, obj, current); err != nil {
+			return nil, err
+		}
 		release, err := s.allocate(ctx, res, obj, current, dryRun)
 		if err != nil {
 			return nil, err
@@ -294,6 +302,7 @@ func (s *Server) updateObject(ctx context.Context, req *request, newObject func(
 		return nil, err
 	}
 	updated := s.fromStorage(res, stored)
+	s.notePolicyWrite(updated, false)
 	// An object being deleted goes once its last finalizer is removed.
 	if m, _ := meta.Accessor(updated); m.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) == 0 && readyToGo(res, updated) {
 		if _, err := s.store.Delete(ctx, s.storageResource(res), req.info.namespace, req.info.name, sameRevision(m.GetResourceVersion())); err == nil {

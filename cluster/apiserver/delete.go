@@ -97,6 +97,7 @@ func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, names
 	}
 	deleted = s.fromStorage(res, deleted)
 	s.releaseAll(ctx, res, deleted)
+	s.notePolicyWrite(deleted, true)
 	return deleted, true, nil
 }
 

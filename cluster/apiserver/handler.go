@@ -22,10 +22,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 	info := parseRequestInfo(r)
-	user, authenticated := auth.User{}, false
-	if s.cfg.Authenticator != nil {
-		user, authenticated = s.cfg.Authenticator.AuthenticateRequest(r)
-	}
+	user, authenticated := s.authenticate(r)
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -45,12 +42,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(rec, r, apierrors.NewUnauthorized("Unauthorized"))
 		return
 	}
+	if impersonated, asked, err := s.impersonate(r, user); asked {
+		if err != nil {
+			writeError(rec, r, err)
+			return
+		}
+		user = impersonated
+	}
 	attrs := auth.Attributes{
 		User: user, Verb: info.verb, APIGroup: info.gv.Group, APIVersion: info.gv.Version,
 		Resource: info.resource, Subresource: info.subresource, Namespace: info.namespace, Name: info.name,
 		Path: r.URL.Path, ResourceRequest: info.resourceRequest,
 	}
-	if decision, _ := s.cfg.Authorizer.Authorize(attrs); decision != auth.DecisionAllow {
+	if decision, _ := s.authz.Authorize(attrs); decision != auth.DecisionAllow {
 		writeError(rec, r, forbidden(info, attrs))
 		return
 	}
@@ -198,4 +202,19 @@ func (r *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, fmt.Errorf("connection cannot be hijacked")
 	}
 	return h.Hijack()
+}
+
+// authenticate identifies the request's user as kube-apiserver's union of
+// authenticators does, first success wins: a verified client certificate,
+// then a bearer token.
+func (s *Server) authenticate(r *http.Request) (auth.User, bool) {
+	if r.TLS != nil && s.cfg.ClientCA != nil {
+		if u, ok := auth.X509User(r.TLS.VerifiedChains); ok {
+			return u, true
+		}
+	}
+	if s.cfg.Authenticator != nil {
+		return s.cfg.Authenticator.AuthenticateRequest(r)
+	}
+	return auth.User{}, false
 }

@@ -9,6 +9,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/klab-dev/klab/cluster/apiserver/auth"
 )
 
 // createVirtual serves the resources that are answered, not stored: the
@@ -18,11 +21,26 @@ func (s *Server) createVirtual(w http.ResponseWriter, req *request, obj runtime.
 	case *authorizationv1.SelfSubjectAccessReview:
 		// kubectl auth can-i: authorization asked about a request that is
 		// not made.
-		o.Status = s.cfg.Authorizer.Review(req.user, o.Spec)
+		o.Status = s.authz.Review(req.user, o.Spec)
 		o.ObjectMeta = metav1.ObjectMeta{CreationTimestamp: metav1.Now()}
 		writeObject(w, req.Request, http.StatusCreated, o)
 	case *authorizationv1.SelfSubjectRulesReview:
-		o.Status = s.cfg.Authorizer.Rules(req.user, o.Spec.Namespace)
+		o.Status = s.authz.Rules(req.user, o.Spec.Namespace)
+		o.ObjectMeta = metav1.ObjectMeta{CreationTimestamp: metav1.Now()}
+		writeObject(w, req.Request, http.StatusCreated, o)
+	case *authorizationv1.SubjectAccessReview:
+		// Asked on behalf of someone else (a webhook, an aggregated
+		// server): the spec names the user. kubectl auth can-i --as
+		// sends a self review through impersonation instead.
+		if o.Spec.User == "" && len(o.Spec.Groups) == 0 {
+			writeError(w, req.Request, apierrors.NewInvalid(req.res.GVK().GroupKind(), "",
+				field.ErrorList{field.Invalid(field.NewPath("spec"), o.Spec, "at least one of user or group must be specified")}))
+			return
+		}
+		subject := auth.User{Name: o.Spec.User, UID: o.Spec.UID, Groups: o.Spec.Groups}
+		o.Status = s.authz.Review(subject, authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: o.Spec.ResourceAttributes, NonResourceAttributes: o.Spec.NonResourceAttributes,
+		})
 		o.ObjectMeta = metav1.ObjectMeta{CreationTimestamp: metav1.Now()}
 		writeObject(w, req.Request, http.StatusCreated, o)
 	case *authenticationv1.SelfSubjectReview:

@@ -4,7 +4,8 @@
 //
 // A request takes upstream's path through the server:
 //
-//	authentication (bearer token) → authorization (RBAC-style roles)
+//	authentication (bearer token) → authorization (RBAC, from the stored
+//	roles and bindings)
 //	→ decoding → admission (defaults, namespace lifecycle, service
 //	accounts, tolerations, IP and port allocation) → validation
 //	→ storage in etcd (a transaction on the object's revision)
@@ -59,10 +60,13 @@ type Config struct {
 	// TLS is the serving configuration; nil serves plain HTTP (tests of
 	// single parts only: every cluster serves HTTPS).
 	TLS *tls.Config
-	// Authenticator identifies a request's user; Authorizer decides what
-	// the user may do.
+	// ClientCA, when set, verifies client certificates (kube-apiserver's
+	// --client-ca-file): a request with one signed by it is the user its
+	// common name names, in the groups of its organizations.
+	ClientCA *x509.CertPool
+	// Authenticator identifies a request's user. What the user may do is
+	// decided by the RBAC roles and bindings stored in the cluster.
 	Authenticator *auth.TokenAuthenticator
-	Authorizer    *auth.Authorizer
 	// ServiceCIDR is the ClusterIP range; NodePortBase and NodePortSize
 	// the NodePort range.
 	ServiceCIDR  string
@@ -89,6 +93,8 @@ type Server struct {
 	requests *eventstream.Hub[RequestEvent]
 	// fieldManagers record managedFields and merge server-side applies.
 	fieldManagers fieldManagers
+	// authz is the RBAC authorizer, following the stored policy.
+	authz *auth.Authorizer
 
 	// paused is closed while the server runs and replaced by an open
 	// channel while it is paused (docker pause freezes a process; here
@@ -111,8 +117,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.NodePortBase == 0 {
 		cfg.NodePortBase, cfg.NodePortSize = DefaultNodePortBase, DefaultNodePortSize
 	}
-	if cfg.Authorizer == nil {
-		cfg.Authorizer = auth.NewAuthorizer()
+	if cfg.TLS != nil && cfg.ClientCA != nil {
+		cfg.TLS = cfg.TLS.Clone()
+		// A certificate is optional (tokens still work) but, when given,
+		// must verify.
+		cfg.TLS.ClientAuth, cfg.TLS.ClientCAs = tls.VerifyClientCertIfGiven, cfg.ClientCA
 	}
 	if cfg.BookmarkInterval == 0 {
 		cfg.BookmarkInterval = storage.DefaultBookmarkInterval
@@ -122,6 +131,7 @@ func New(cfg Config) (*Server, error) {
 		reg:      registry.New(),
 		store:    storage.New(cfg.Etcd),
 		requests: eventstream.NewHub[RequestEvent](requestLogSize, nil),
+		authz:    auth.NewAuthorizer(),
 		running:  make(chan struct{}),
 	}
 	s.life = componentbase.NewLifecycle(s.shutdown)
@@ -157,6 +167,14 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("start api server %s: %w", s.cfg.Name, err)
 	}
 	if err := s.bootstrap(ctx); err != nil {
+		s.life.Kill()
+		return err
+	}
+	if err := s.reconcilePolicy(ctx); err != nil {
+		s.life.Kill()
+		return err
+	}
+	if err := s.watchPolicy(ctx); err != nil {
 		s.life.Kill()
 		return err
 	}

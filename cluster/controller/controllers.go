@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"github.com/klab-dev/klab/cluster/controller/clusterroleaggregation"
 	"github.com/klab-dev/klab/cluster/controller/controllerctx"
 	"github.com/klab-dev/klab/cluster/controller/daemonset"
 	"github.com/klab-dev/klab/cluster/controller/deployment"
@@ -30,6 +31,7 @@ var initFuncs = map[string]controllerctx.InitFunc{
 	daemonset.Name:                  daemonset.Init,
 	statefulset.Name:                statefulset.Init,
 	job.Name:                        job.Init,
+	clusterroleaggregation.Name:     clusterroleaggregation.Init,
 }
 
 // concurrentSyncs are upstream's default worker counts per controller

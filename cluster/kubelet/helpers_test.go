@@ -69,8 +69,8 @@ func startAPIServer(t *testing.T) *testCluster {
 	adminToken, _ := c.PKI.Token(auth.AdminUser)
 	srv, err := apiserver.New(apiserver.Config{
 		Name: "apiserver-kubelet-test", Etcd: c.Etcd.Client(), Listen: addr, TLS: tlsCfg,
-		Authenticator: authn, Authorizer: auth.NewAuthorizer(),
-		KubeletCA: c.PKI.CertPool(), KubeletToken: adminToken,
+		Authenticator: authn,
+		KubeletCA:     c.PKI.CertPool(), KubeletToken: adminToken,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -35,7 +35,7 @@ func TestThroughBalancerWithClusterPKI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	authz := auth.NewAuthorizer()
+	authz := auth.NewAuthorizerFor(auth.DefaultPolicy()...)
 
 	var backends []string
 	for i := range 2 {

@@ -229,3 +229,49 @@ func keyMatches(cert *x509.Certificate, key crypto.Signer) bool {
 	pub, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool })
 	return ok && pub.Equal(cert.PublicKey)
 }
+
+// clientValidity is how long a client certificate the cluster CA issues
+// stays valid: a year, as kubeadm's and the kube-apiserver-client signer's
+// default.
+const clientValidity = 365 * 24 * time.Hour
+
+// IssueClientCert signs a client certificate for pub with the cluster CA:
+// the API server's x509 authenticator reads commonName as the user name
+// and organizations as the groups. validity 0 means a year, and no
+// certificate outlives the CA.
+func (p *PKI) IssueClientCert(commonName string, organizations []string, pub crypto.PublicKey, validity time.Duration) (*x509.Certificate, error) {
+	if p.caKey == nil {
+		return nil, fmt.Errorf("issue client certificate for %q: no CA key in %s", commonName, p.Dir)
+	}
+	if commonName == "" {
+		return nil, errors.New("issue client certificate: the common name (the user name) is empty")
+	}
+	if validity <= 0 {
+		validity = clientValidity
+	}
+	serial, err := newSerial()
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	notAfter := now.Add(validity)
+	if notAfter.After(p.CACert.NotAfter) {
+		notAfter = p.CACert.NotAfter
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: commonName, Organization: organizations},
+		NotBefore:    now.Add(-backdate),
+		NotAfter:     notAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	cert, err := sign(tmpl, p.CACert, pub, p.caKey)
+	if err != nil {
+		return nil, fmt.Errorf("issue client certificate for %q: %w", commonName, err)
+	}
+	return cert, nil
+}
+
+// EncodeCert returns cert in PEM, as kubeconfigs and CSR statuses hold it.
+func EncodeCert(cert *x509.Certificate) []byte { return encodeCert(cert) }

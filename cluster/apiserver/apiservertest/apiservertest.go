@@ -72,7 +72,7 @@ func New(t testing.TB, opts Options) *Cluster {
 			Listen:        listen,
 			TLS:           tlsCfg,
 			Authenticator: authn,
-			Authorizer:    auth.NewAuthorizer(),
+			ClientCA:      p.CertPool(),
 		}
 		// The API server reaches kubelets (pods/log) as the cluster's
 		// runtime configures it: trusting the CA, with the admin token.

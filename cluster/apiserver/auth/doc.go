@@ -8,45 +8,47 @@
 // the group system:authenticated. A request whose token is unknown is
 // rejected by the caller with 401 Unauthorized and never reaches the next
 // step. A request with no token at all (see [BearerToken]) is the
-// [Anonymous] user. Upstream, with anonymous authentication on, sends it
-// on to authorization like anyone else; klab's API server serves it only
-// where the authorizer allows [Anonymous] (the paths everybody may read:
-// /healthz, /livez, /readyz, /version, which the load balancer's health
-// check uses) and answers 401 everywhere else, as kube-apiserver does
-// when its AuthenticationConfiguration enables anonymous requests only on
-// some paths (anonymous.conditions).
+// [Anonymous] user, served only where the policy allows it (the public
+// health and version paths) and answered 401 everywhere else, as
+// kube-apiserver does when its AuthenticationConfiguration enables
+// anonymous requests only on some paths. klab's components authenticate as
+// their upstream identities: system:kube-scheduler,
+// system:kube-controller-manager, system:kube-proxy, and
+// system:node:<name> in the group system:nodes.
 //
-// Authorization answers "may this user do this?". [Authorizer] evaluates a
-// fixed policy written as RBAC ClusterRoles and ClusterRoleBindings,
-// modelled on kube-apiserver's bootstrap policy
-// (plugin/pkg/auth/authorizer/rbac/bootstrappolicy), and matches rules
-// exactly as the RBAC authorizer does. A request no rule allows gets 403
-// Forbidden with upstream's message (see [ForbiddenMessage]). The policy:
+// Authorization answers "may this user do this?". [Authorizer] is the RBAC
+// authorizer: it decides from the Roles, ClusterRoles, RoleBindings and
+// ClusterRoleBindings stored in the cluster, which the API server feeds it
+// from its watch cache, with upstream's matching rules ([RuleAllows]) and
+// upstream's reasons. Nothing denies; a request no rule allows gets 403
+// Forbidden with upstream's message ([ForbiddenMessage]).
 //
-//   - cluster-admin, bound to the group system:masters (the admin token of
-//     the user's kubeconfig): every verb on every resource and every
-//     non-resource URL.
-//   - view, bound to the group klab:viewers (the klab-viewer token): get,
-//     list and watch on every resource except secrets, plus GET on every
-//     non-resource URL. Like upstream's view role it leaves out secrets
-//     (reading them would hand out service account tokens, and with them
-//     more power than "view") and RBAC's own roles and bindings. Unlike
-//     upstream's view, which is meant to be bound inside one namespace, it
-//     also reads cluster-scoped objects such as nodes, so a student can
-//     watch the whole cluster read-only.
-//   - system:kube-scheduler, system:kube-controller-manager,
-//     system:node-proxier (user system:kube-proxy) and system:node (group
-//     system:nodes): every verb on every resource. Upstream grants each
-//     component only what it uses, and authorizes kubelets with the Node
-//     authorizer; klab keeps one simple rule for its own components so
-//     that a lesson about authorization is about users, not about
-//     component permissions.
-//   - system:basic-user and system:discovery, bound to
-//     system:authenticated: create selfsubjectaccessreviews,
-//     selfsubjectrulesreviews (kubectl auth can-i) and selfsubjectreviews
-//     (kubectl auth whoami); GET on /api, /apis, /openapi, /version and the
-//     health endpoints.
-//   - system:public-info-viewer, bound to system:authenticated and
-//     system:unauthenticated: GET on /healthz, /livez, /readyz and
-//     /version.
+// The default policy ([ClusterRoles], [ClusterRoleBindings], [Roles],
+// [RoleBindings]) is upstream's bootstrap policy
+// (plugin/pkg/auth/authorizer/rbac/bootstrappolicy), which every API server
+// reconciles into etcd at start: cluster-admin for system:masters (the
+// admin kubeconfig), admin, edit and view gathered from the
+// aggregate-to-* roles, discovery and basic-user for every signed-in user,
+// public-info-viewer for everybody, and each component's system: role.
+// Where klab departs from it, the definition says so:
+//
+//   - system:node is bound to the group system:nodes. Upstream leaves that
+//     binding empty and lets the Node authorizer allow each kubelet what
+//     concerns its own node; klab has no Node authorizer, so every kubelet
+//     holds system:node's rules for every node, as kubeadm clusters did
+//     before the Node authorizer existed.
+//   - The controller manager runs its controllers with its own
+//     credentials (upstream's --use-service-account-credentials=false), so
+//     its user is a subject of every system:controller:* binding beside
+//     the controller's service account, as upstream requires for that mode.
+//   - kube-proxy watches its ConfigMap, so kubeadm's kube-proxy Role in
+//     kube-system reads ConfigMaps there, and is bound to its user.
+//   - klab-viewers binds view to klab:viewers (the klab-viewer token), and
+//     klab:scheduler-explanations lets the scheduler annotate the pods it
+//     cannot place.
+//
+// Writing roles and bindings is guarded against escalation
+// ([Authorizer.ConfirmNoEscalation]): nobody grants what they do not hold
+// unless they may escalate or bind. Impersonation headers are authorized by
+// the impersonate verb in the API server's handler.
 package auth

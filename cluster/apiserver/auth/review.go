@@ -42,33 +42,28 @@ func (a *Authorizer) Review(u User, spec authorizationv1.SelfSubjectAccessReview
 }
 
 // Rules answers a SelfSubjectRulesReview (kubectl auth can-i --list) for u
-// in namespace: the rules of every role bound to u, split into resource
-// and non-resource rules as upstream splits them. klab has only cluster-wide
-// bindings, so the namespace does not change the answer.
+// in namespace: the rules of every role bound to u there (cluster role
+// bindings, then the namespace's role bindings), split into resource and
+// non-resource rules as upstream splits them.
 func (a *Authorizer) Rules(u User, namespace string) authorizationv1.SubjectRulesReviewStatus {
 	status := authorizationv1.SubjectRulesReviewStatus{
 		ResourceRules:    []authorizationv1.ResourceRule{},
 		NonResourceRules: []authorizationv1.NonResourceRule{},
 	}
-	for _, b := range a.bindings {
-		if _, ok := appliesTo(u, b.crb.Subjects); !ok {
-			continue
+	for _, r := range a.RulesFor(u, namespace) {
+		if len(r.Resources) > 0 {
+			status.ResourceRules = append(status.ResourceRules, authorizationv1.ResourceRule{
+				Verbs:         slices.Clone(r.Verbs),
+				APIGroups:     slices.Clone(r.APIGroups),
+				Resources:     slices.Clone(r.Resources),
+				ResourceNames: slices.Clone(r.ResourceNames),
+			})
 		}
-		for _, r := range b.rules {
-			if len(r.Resources) > 0 {
-				status.ResourceRules = append(status.ResourceRules, authorizationv1.ResourceRule{
-					Verbs:         slices.Clone(r.Verbs),
-					APIGroups:     slices.Clone(r.APIGroups),
-					Resources:     slices.Clone(r.Resources),
-					ResourceNames: slices.Clone(r.ResourceNames),
-				})
-			}
-			if len(r.NonResourceURLs) > 0 {
-				status.NonResourceRules = append(status.NonResourceRules, authorizationv1.NonResourceRule{
-					Verbs:           slices.Clone(r.Verbs),
-					NonResourceURLs: slices.Clone(r.NonResourceURLs),
-				})
-			}
+		if len(r.NonResourceURLs) > 0 {
+			status.NonResourceRules = append(status.NonResourceRules, authorizationv1.NonResourceRule{
+				Verbs:           slices.Clone(r.Verbs),
+				NonResourceURLs: slices.Clone(r.NonResourceURLs),
+			})
 		}
 	}
 	return status

@@ -78,7 +78,7 @@ func TestReview(t *testing.T) {
 			want: authorizationv1.SubjectAccessReviewStatus{EvaluationError: "exactly one of nonResourceAttributes or resourceAttributes must be specified"},
 		},
 	}
-	a := NewAuthorizer()
+	a := testPolicy()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := a.Review(tt.user, tt.spec); got != tt.want {
@@ -95,7 +95,7 @@ func TestRules(t *testing.T) {
 		{Verbs: []string{"create"}, APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"selfsubjectaccessreviews", "selfsubjectrulesreviews"}},
 		{Verbs: []string{"create"}, APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"selfsubjectreviews"}},
 	}
-	publicInfo := authorizationv1.NonResourceRule{Verbs: []string{"get"}, NonResourceURLs: []string{"/healthz", "/livez", "/readyz", "/version", "/version/"}}
+	publicInfo := authorizationv1.NonResourceRule{Verbs: []string{"get"}, NonResourceURLs: []string{"/livez", "/readyz", "/healthz", "/version", "/version/"}}
 	tests := []struct {
 		name string
 		user User
@@ -106,6 +106,19 @@ func TestRules(t *testing.T) {
 			user: alice,
 			want: authorizationv1.SubjectRulesReviewStatus{
 				ResourceRules: basicUser,
+				NonResourceRules: []authorizationv1.NonResourceRule{
+					{Verbs: []string{"get"}, NonResourceURLs: discoveryURLs},
+					publicInfo,
+				},
+			},
+		},
+		{
+			name: "jane in dev",
+			user: jane,
+			want: authorizationv1.SubjectRulesReviewStatus{
+				ResourceRules: append(slices.Clone(basicUser), authorizationv1.ResourceRule{
+					Verbs: []string{"get", "list"}, APIGroups: []string{""}, Resources: []string{"pods"},
+				}),
 				NonResourceRules: []authorizationv1.NonResourceRule{
 					{Verbs: []string{"get"}, NonResourceURLs: discoveryURLs},
 					publicInfo,
@@ -135,10 +148,10 @@ func TestRules(t *testing.T) {
 			},
 		},
 	}
-	a := NewAuthorizer()
+	a := testPolicy()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := a.Rules(tt.user, "default"); !reflect.DeepEqual(got, tt.want) {
+			if got := a.Rules(tt.user, "dev"); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Rules:\n got %+v\nwant %+v", got, tt.want)
 			}
 		})
@@ -148,7 +161,7 @@ func TestRules(t *testing.T) {
 // TestViewerRulesLeaveOutSecrets checks the rules kubectl auth can-i --list
 // shows the viewer: read-only, and no rule that reaches core secrets.
 func TestViewerRulesLeaveOutSecrets(t *testing.T) {
-	status := NewAuthorizer().Rules(viewer, "default")
+	status := testPolicy().Rules(viewer, "default")
 	if len(status.ResourceRules) == 0 {
 		t.Fatal("viewer has no resource rules")
 	}

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -59,6 +60,10 @@ var handlers = map[reflect.Type]handler{
 	reflect.TypeFor[*batchv1.Job]():               typed(jobColumns, printJob),
 	reflect.TypeFor[*coordinationv1.Lease]():      typed(leaseColumns, printLease),
 	reflect.TypeFor[*discoveryv1.EndpointSlice](): typed(endpointSliceColumns, printEndpointSlice),
+	reflect.TypeFor[*rbacv1.Role]():               typed(roleColumns, printRole),
+	reflect.TypeFor[*rbacv1.ClusterRole]():        typed(roleColumns, printClusterRole),
+	reflect.TypeFor[*rbacv1.RoleBinding]():        typed(roleBindingColumns, printRoleBinding),
+	reflect.TypeFor[*rbacv1.ClusterRoleBinding](): typed(roleBindingColumns, printClusterRoleBinding),
 }
 
 // Table converts obj — a typed object (e.g. *corev1.Pod) or a typed list

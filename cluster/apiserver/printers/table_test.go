@@ -76,6 +76,10 @@ func TestEveryPrinterFillsItsColumns(t *testing.T) {
 					if _, ok := cells[i].(int64); !ok {
 						t.Errorf("column %q: cell %#v is not an int64", c.Name, cells[i])
 					}
+				case "date":
+					if _, ok := cells[i].(string); !ok {
+						t.Errorf("column %q: cell %#v is not a timestamp string", c.Name, cells[i])
+					}
 				case "string":
 					_, isString := cells[i].(string)
 					_, isInt := cells[i].(int64)

@@ -10,6 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
+// rbacGroup is the API group of RBAC's roles and bindings.
+const rbacGroup = "rbac.authorization.k8s.io"
+
 func gvr(group, version, resource string) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: group, Version: version, Resource: resource}
 }
@@ -39,12 +42,19 @@ func builtin() []*Resource {
 		{GroupVersionResource: gvr("authentication.k8s.io", "v1", "selfsubjectreviews"), Kind: "SelfSubjectReview", Verbs: createOnly, Virtual: true},
 		{GroupVersionResource: gvr("authorization.k8s.io", "v1", "selfsubjectaccessreviews"), Kind: "SelfSubjectAccessReview", Verbs: createOnly, Virtual: true},
 		{GroupVersionResource: gvr("authorization.k8s.io", "v1", "selfsubjectrulesreviews"), Kind: "SelfSubjectRulesReview", Verbs: createOnly, Virtual: true},
+		{GroupVersionResource: gvr("authorization.k8s.io", "v1", "subjectaccessreviews"), Kind: "SubjectAccessReview", Verbs: createOnly, Virtual: true},
 		// batch/v1
 		{GroupVersionResource: gvr("batch", "v1", "jobs"), Kind: "Job", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubStatus}, Categories: []string{"all"}, FieldLabels: jobFields},
 		// coordination.k8s.io/v1
 		{GroupVersionResource: gvr("coordination.k8s.io", "v1", "leases"), Kind: "Lease", Namespaced: true, Verbs: allVerbs},
 		// discovery.k8s.io/v1
 		{GroupVersionResource: gvr("discovery.k8s.io", "v1", "endpointslices"), Kind: "EndpointSlice", Namespaced: true, Verbs: allVerbs},
+		// rbac.authorization.k8s.io/v1: the policy the RBAC authorizer
+		// decides by, stored like any other object.
+		{GroupVersionResource: gvr(rbacGroup, "v1", "clusterrolebindings"), Kind: "ClusterRoleBinding", Verbs: allVerbs},
+		{GroupVersionResource: gvr(rbacGroup, "v1", "clusterroles"), Kind: "ClusterRole", Verbs: allVerbs},
+		{GroupVersionResource: gvr(rbacGroup, "v1", "rolebindings"), Kind: "RoleBinding", Namespaced: true, Verbs: allVerbs},
+		{GroupVersionResource: gvr(rbacGroup, "v1", "roles"), Kind: "Role", Namespaced: true, Verbs: allVerbs},
 		// events.k8s.io/v1: the same events as core/v1, in the newer shape.
 		{GroupVersionResource: gvr("events.k8s.io", "v1", "events"), Kind: "Event", Namespaced: true, Verbs: allVerbs, ShortNames: []string{"ev"}, StorageResource: "events", FieldLabels: coreEventFields},
 	}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -63,6 +64,14 @@ func ValidateCreate(obj runtime.Object) field.ErrorList {
 		allErrs = validateLease(o)
 	case *discoveryv1.EndpointSlice:
 		allErrs = validateEndpointSlice(o)
+	case *rbacv1.Role:
+		allErrs = validateRole(o)
+	case *rbacv1.ClusterRole:
+		allErrs, namespaced = validateClusterRole(o), false
+	case *rbacv1.RoleBinding:
+		allErrs = validateRoleBinding(o)
+	case *rbacv1.ClusterRoleBinding:
+		allErrs, namespaced = validateClusterRoleBinding(o), false
 	default:
 		return nil
 	}
@@ -123,6 +132,14 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		return withOld(o, old, validateLeaseUpdate)
 	case *discoveryv1.EndpointSlice:
 		return withOld(o, old, validateEndpointSliceUpdate)
+	case *rbacv1.Role:
+		return withOld(o, old, validateRoleUpdate)
+	case *rbacv1.ClusterRole:
+		return withOld(o, old, validateClusterRoleUpdate)
+	case *rbacv1.RoleBinding:
+		return withOld(o, old, validateRoleBindingUpdate)
+	case *rbacv1.ClusterRoleBinding:
+		return withOld(o, old, validateClusterRoleBindingUpdate)
 	}
 	return nil
 }

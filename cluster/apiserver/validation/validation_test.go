@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -94,9 +94,9 @@ func TestBinding(t *testing.T) {
 }
 
 func TestKindsOutsideThePackage(t *testing.T) {
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "Not Valid"}}
-	checkErrors(t, ValidateCreate(role))
-	checkErrors(t, ValidateUpdate(role, role))
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "Not Valid"}}
+	checkErrors(t, ValidateCreate(class))
+	checkErrors(t, ValidateUpdate(class, class))
 	// ConfigMaps have no status subresource.
 	cm := &corev1.ConfigMap{ObjectMeta: objectMeta("cfg")}
 	checkErrors(t, ValidateStatusUpdate(cm, cm))

@@ -1,0 +1,299 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
+
+	"github.com/klab-dev/klab/cluster/apiserver/auth"
+	"github.com/klab-dev/klab/cluster/apiserver/registry"
+	"github.com/klab-dev/klab/cluster/apiserver/storage"
+)
+
+// The RBAC resources, which the authorizer follows.
+var (
+	rolesGVR               = schema.GroupVersionResource{Group: rbacv1.GroupName, Version: "v1", Resource: "roles"}
+	clusterRolesGVR        = schema.GroupVersionResource{Group: rbacv1.GroupName, Version: "v1", Resource: "clusterroles"}
+	roleBindingsGVR        = schema.GroupVersionResource{Group: rbacv1.GroupName, Version: "v1", Resource: "rolebindings"}
+	clusterRoleBindingsGVR = schema.GroupVersionResource{Group: rbacv1.GroupName, Version: "v1", Resource: "clusterrolebindings"}
+)
+
+// policySyncTimeout bounds how long a starting server waits for its first
+// copy of the policy: it cannot authorize anything without one.
+const policySyncTimeout = 30 * time.Second
+
+// watchPolicy keeps the authorizer's copy of the roles and bindings
+// current, as upstream's RBAC authorizer reads them through informers: a
+// watch of each resource from the watch cache, starting with every object
+// (the watch-list protocol), and restarted from a fresh list if it ends.
+// It returns once every resource has been listed, so the server serves no
+// request with a partial policy.
+func (s *Server) watchPolicy(ctx context.Context) error {
+	watchCtx, cancel := context.WithCancel(context.Background())
+	s.life.Go(func() {
+		<-s.life.Quit()
+		cancel()
+	})
+	kinds := []struct {
+		gvr  schema.GroupVersionResource
+		kind string
+	}{{rolesGVR, "Role"}, {clusterRolesGVR, "ClusterRole"}, {roleBindingsGVR, "RoleBinding"}, {clusterRoleBindingsGVR, "ClusterRoleBinding"}}
+	synced := make(chan struct{}, len(kinds))
+	for _, k := range kinds {
+		res, _ := s.reg.Lookup(k.gvr)
+		var once bool
+		s.life.Go(func() {
+			s.followPolicy(watchCtx, res, k.kind, func() {
+				if !once {
+					once = true
+					synced <- struct{}{}
+				}
+			})
+		})
+	}
+	ctx, stop := context.WithTimeout(ctx, policySyncTimeout)
+	defer stop()
+	for range kinds {
+		select {
+		case <-synced:
+		case <-ctx.Done():
+			return fmt.Errorf("api server %s: load the RBAC policy: %w", s.cfg.Name, ctx.Err())
+		}
+	}
+	return nil
+}
+
+// followPolicy watches one RBAC resource until ctx ends, telling the
+// authorizer each change; synced is called after each complete list.
+func (s *Server) followPolicy(ctx context.Context, res *registry.Resource, kind string, synced func()) {
+	initial := true
+	for ctx.Err() == nil {
+		w, err := s.store.Watch(ctx, res, "", storage.WatchOptions{SendInitialEvents: &initial, AllowBookmarks: true})
+		if err != nil {
+			if !waitOrDone(ctx, time.Second) {
+				return
+			}
+			continue
+		}
+		s.consumePolicy(ctx, w, kind, synced)
+		w.Stop()
+		if !waitOrDone(ctx, 100*time.Millisecond) {
+			return
+		}
+	}
+}
+
+// consumePolicy applies one watch's events: the initial objects replace
+// what the authorizer had of kind, then each change follows.
+func (s *Server) consumePolicy(ctx context.Context, w watch.Interface, kind string, synced func()) {
+	var listed []any
+	listing := true
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return
+			}
+			switch ev.Type {
+			case watch.Error:
+				return
+			case watch.Bookmark:
+				if listing && isInitialEventsEnd(ev.Object) {
+					listing = false
+					s.authz.Replace(kind, listed)
+					listed = nil
+					synced()
+				}
+			case watch.Added, watch.Modified:
+				if listing {
+					listed = append(listed, ev.Object)
+				} else {
+					s.authz.Set(ev.Object)
+				}
+			case watch.Deleted:
+				if !listing {
+					s.authz.Delete(ev.Object)
+				}
+			}
+		}
+	}
+}
+
+func isInitialEventsEnd(obj runtime.Object) bool {
+	m, ok := obj.(metav1.Object)
+	return ok && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true"
+}
+
+// waitOrDone waits d, or less if ctx ends; it reports whether ctx is still
+// live.
+func waitOrDone(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// reconcilePolicy makes sure the default roles and bindings exist and hold
+// at least their default rules and subjects, as kube-apiserver's
+// rbac/bootstrap-roles post-start hook does: a missing object is created;
+// an existing one gets what it lacks added, never taken away, unless its
+// rbac.authorization.kubernetes.io/autoupdate annotation is "false". Every
+// API server does it at start; several at once only race to the same end.
+func (s *Server) reconcilePolicy(ctx context.Context) error {
+	for _, obj := range auth.DefaultPolicy() {
+		if err := s.reconcileDefault(ctx, obj.(runtime.Object)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Server) reconcileDefault(ctx context.Context, obj runtime.Object) error {
+	var gvr schema.GroupVersionResource
+	switch obj.(type) {
+	case *rbacv1.ClusterRole:
+		gvr = clusterRolesGVR
+	case *rbacv1.ClusterRoleBinding:
+		gvr = clusterRoleBindingsGVR
+	case *rbacv1.Role:
+		gvr = rolesGVR
+	case *rbacv1.RoleBinding:
+		gvr = roleBindingsGVR
+	}
+	res, _ := s.reg.Lookup(gvr)
+	m := obj.(metav1.Object)
+	for attempt := 0; ; attempt++ {
+		_, err := s.createObject(ctx, res, m.GetNamespace(), obj.DeepCopyObject(), writeParams{manager: kubeAPIServerManager})
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("bootstrap %s %s: %w", gvr.Resource, m.GetName(), err)
+		}
+		_, err = s.store.GuaranteedUpdate(ctx, res, m.GetNamespace(), m.GetName(), func(current runtime.Object) (runtime.Object, error) {
+			return mergeDefault(current.DeepCopyObject(), obj)
+		})
+		switch {
+		case err == nil, errors.Is(err, errUnchanged):
+			return nil
+		case apierrors.IsNotFound(err) && attempt < 3:
+			continue // deleted in between: create it again
+		default:
+			return fmt.Errorf("reconcile %s %s: %w", gvr.Resource, m.GetName(), err)
+		}
+	}
+}
+
+// errUnchanged ends an update that would write nothing.
+var errUnchanged = errors.New("unchanged")
+
+// mergeDefault adds to current what the default object want has and it
+// lacks: labels, annotations, rules (those current's rules do not cover),
+// aggregation selectors and subjects. It returns errUnchanged when there is
+// nothing to add or current opts out of updates.
+func mergeDefault(current, want runtime.Object) (runtime.Object, error) {
+	cm, wm := current.(metav1.Object), want.(metav1.Object)
+	if cm.GetAnnotations()[auth.AutoUpdateAnnotation] == "false" {
+		return nil, errUnchanged
+	}
+	before := current.DeepCopyObject()
+	cm.SetLabels(mergeMap(cm.GetLabels(), wm.GetLabels()))
+	cm.SetAnnotations(mergeMap(cm.GetAnnotations(), wm.GetAnnotations()))
+	switch c := current.(type) {
+	case *rbacv1.ClusterRole:
+		w := want.(*rbacv1.ClusterRole)
+		if w.AggregationRule != nil {
+			// The aggregation controller owns an aggregated role's rules.
+			if c.AggregationRule == nil {
+				c.AggregationRule = &rbacv1.AggregationRule{}
+			}
+			for _, sel := range w.AggregationRule.ClusterRoleSelectors {
+				if !slices.ContainsFunc(c.AggregationRule.ClusterRoleSelectors, func(have metav1.LabelSelector) bool { return reflect.DeepEqual(have, sel) }) {
+					c.AggregationRule.ClusterRoleSelectors = append(c.AggregationRule.ClusterRoleSelectors, sel)
+				}
+			}
+		} else {
+			c.Rules = addMissingRules(c.Rules, w.Rules)
+		}
+	case *rbacv1.Role:
+		c.Rules = addMissingRules(c.Rules, want.(*rbacv1.Role).Rules)
+	case *rbacv1.ClusterRoleBinding:
+		c.Subjects = addMissingSubjects(c.Subjects, want.(*rbacv1.ClusterRoleBinding).Subjects)
+	case *rbacv1.RoleBinding:
+		c.Subjects = addMissingSubjects(c.Subjects, want.(*rbacv1.RoleBinding).Subjects)
+	}
+	if reflect.DeepEqual(before, current) {
+		return nil, errUnchanged
+	}
+	return current, nil
+}
+
+func mergeMap(have, want map[string]string) map[string]string {
+	if len(want) == 0 {
+		return have
+	}
+	out := make(map[string]string, len(have)+len(want))
+	for k, v := range have {
+		out[k] = v
+	}
+	for k, v := range want {
+		if _, ok := out[k]; !ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// addMissingRules appends each wanted rule that have does not already
+// cover.
+func addMissingRules(have, want []rbacv1.PolicyRule) []rbacv1.PolicyRule {
+	for _, r := range want {
+		if covered, _ := rbacvalidation.Covers(have, []rbacv1.PolicyRule{r}); !covered {
+			have = append(have, r)
+		}
+	}
+	return have
+}
+
+func addMissingSubjects(have, want []rbacv1.Subject) []rbacv1.Subject {
+	for _, s := range want {
+		if !slices.Contains(have, s) {
+			have = append(have, s)
+		}
+	}
+	return have
+}
+
+// notePolicyWrite applies an RBAC object this server just wrote to its
+// authorizer at once, so that the writer's next request sees it (kubectl
+// create rolebinding, then kubectl auth can-i); the watch brings the same
+// change, and every other server's, a moment later.
+func (s *Server) notePolicyWrite(obj runtime.Object, deleted bool) {
+	switch obj.(type) {
+	case *rbacv1.Role, *rbacv1.ClusterRole, *rbacv1.RoleBinding, *rbacv1.ClusterRoleBinding:
+	default:
+		return
+	}
+	if deleted {
+		s.authz.Delete(obj)
+	} else {
+		s.authz.Set(obj)
+	}
+}
