@@ -70,10 +70,12 @@ type Config struct {
 	NodePortSize int
 	// AdvertiseAddress is what discovery reports as the server address.
 	AdvertiseAddress string
-	// KubeletCA verifies kubelets when pods/log is proxied to them;
-	// KubeletToken authenticates the API server to them.
-	KubeletCA    *x509.CertPool
-	KubeletToken string
+	// KubeletCA verifies kubelets when pods/log, exec, attach,
+	// portforward and nodes/proxy reach them; KubeletClientCert
+	// authenticates the API server to them (upstream's
+	// --kubelet-client-certificate).
+	KubeletCA         *x509.CertPool
+	KubeletClientCert *tls.Certificate
 	// BookmarkInterval overrides how often idle watches get a bookmark.
 	BookmarkInterval time.Duration
 }
@@ -93,6 +95,12 @@ type Server struct {
 	// requests wait at the door).
 	pauseMu sync.Mutex
 	running chan struct{}
+
+	// kubeletTransport reaches kubelets (TLS with the kubelet client
+	// certificate); podTransport reaches pods and services for the proxy
+	// subresources.
+	kubeletTransport *http.Transport
+	podTransport     *http.Transport
 
 	server *componentbase.Server
 	life   *componentbase.Lifecycle
@@ -122,6 +130,7 @@ func New(cfg Config) (*Server, error) {
 		requests: eventstream.NewHub[RequestEvent](requestLogSize, nil),
 		running:  make(chan struct{}),
 	}
+	s.kubeletTransport, s.podTransport = kubeletTransport(cfg), podTransport()
 	s.life = componentbase.NewLifecycle(s.shutdown)
 	close(s.running)
 	var err error

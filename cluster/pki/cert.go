@@ -229,3 +229,34 @@ func keyMatches(cert *x509.Certificate, key crypto.Signer) bool {
 	pub, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool })
 	return ok && pub.Equal(cert.PublicKey)
 }
+
+// newClientCert creates a client certificate for user commonName in the
+// groups organizations, signed by the CA, as kubeadm's
+// apiserver-kubelet-client.crt is.
+func newClientCert(now time.Time, commonName string, organizations []string, ca *x509.Certificate, caKey crypto.Signer) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("generate %s key: %w", commonName, err)
+	}
+	serial, err := newSerial()
+	if err != nil {
+		return nil, nil, err
+	}
+	notAfter := now.Add(serverValidity)
+	if notAfter.After(ca.NotAfter) {
+		notAfter = ca.NotAfter
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: commonName, Organization: organizations},
+		NotBefore:    now.Add(-backdate),
+		NotAfter:     notAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	cert, err := sign(tmpl, ca, key.Public(), caKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create %s certificate: %w", commonName, err)
+	}
+	return cert, key, nil
+}
