@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -79,6 +80,38 @@ func lineDiscipline(in io.Reader, out io.Writer, events chan<- keyEvent) {
 	}
 }
 
+// cookedLines reads lines from a real terminal, which has done the
+// editing, and passes on its interrupts.
+func cookedLines(in io.Reader, interrupts <-chan os.Signal, events chan<- keyEvent) {
+	lines := make(chan keyEvent)
+	go func() {
+		br := bufio.NewReader(in)
+		for {
+			line, err := br.ReadString('\n')
+			if line != "" {
+				lines <- keyEvent{line: line}
+			}
+			if err != nil {
+				lines <- keyEvent{eof: true}
+				close(lines)
+				return
+			}
+		}
+	}()
+	defer close(events)
+	for {
+		select {
+		case ev, ok := <-lines:
+			if !ok {
+				return
+			}
+			events <- ev
+		case <-interrupts:
+			events <- keyEvent{interrupt: true}
+		}
+	}
+}
+
 // crlfWriter turns "\n" into "\r\n", as a terminal's output processing
 // (onlcr) does.
 type crlfWriter struct{ w io.Writer }
@@ -100,9 +133,14 @@ func (s *session) interactive(ctx context.Context) (int, error) {
 	if s.cfg.Stdin == nil {
 		return 0, nil
 	}
-	out := crlfWriter{s.cfg.Stdout}
+	var out io.Writer = crlfWriter{s.cfg.Stdout}
 	events := make(chan keyEvent, 16)
-	go lineDiscipline(s.cfg.Stdin, s.cfg.Stdout, events)
+	if s.cfg.Terminal {
+		out = s.cfg.Stdout
+		go cookedLines(s.cfg.Stdin, s.cfg.interrupts, events)
+	} else {
+		go lineDiscipline(s.cfg.Stdin, s.cfg.Stdout, events)
+	}
 	r, err := s.runner(nil, out, out, nil)
 	if err != nil {
 		return 1, err

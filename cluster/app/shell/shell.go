@@ -53,6 +53,12 @@ type Config struct {
 	// TTY makes a shell without a script interactive (prompt, echo, line
 	// editing, Ctrl-C and Ctrl-D), over a raw client terminal.
 	TTY bool
+	// Terminal says Stdin and Stdout are a real terminal (a pty in a
+	// container), which edits lines and echoes itself: an interactive
+	// shell then only prompts.
+	Terminal bool
+	// interrupts delivers the terminal's Ctrl-C (SIGINT) with Terminal.
+	interrupts <-chan os.Signal
 	// Processes lists the container's processes for ps; Kill signals
 	// one (kill). Either may be nil: ps then shows the shell alone.
 	Processes func() []Process
@@ -127,7 +133,7 @@ func Run(ctx context.Context, cfg Config, argv []string) (int, error) {
 			return ExitNotFound, nil
 		}
 		return s.script(ctx, string(data), args[1:])
-	case cfg.TTY:
+	case cfg.TTY || cfg.Terminal:
 		return s.interactive(ctx)
 	default:
 		return s.stream(ctx)
