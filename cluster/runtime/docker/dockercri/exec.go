@@ -86,7 +86,12 @@ func pump(ctx context.Context, resp types.HijackedResponse, streams cri.Streams)
 	if streams.Stdin != nil {
 		go func() {
 			io.Copy(resp.Conn, streams.Stdin)
-			resp.CloseWrite()
+			// A terminal has no end of input (Ctrl-D is a key); closing
+			// the pty's input would hang the session up before its
+			// output is read.
+			if !streams.TTY {
+				resp.CloseWrite()
+			}
 		}()
 	}
 	stdout, stderr := streams.Stdout, streams.Stderr
