@@ -10,6 +10,12 @@
 //	→ storage in etcd (a transaction on the object's revision)
 //	→ watchers are told through their etcd watches
 //
+// Some subresources are not stored but passed on (connect.go, proxy.go):
+// pods/log, exec, attach and portforward go to the kubelet of the pod's
+// node, which the server authenticates to with its kubelet client
+// certificate; pods/proxy, services/proxy and nodes/proxy reach a pod, a
+// service's endpoint or a kubelet.
+//
 // Each step has its own file. What a resource supports (verbs, short names,
 // field selectors, where it is kept) is data in package registry; the
 // generic storage is package storage.
