@@ -232,6 +232,25 @@ func (s *streamSession) PortForward(ctx context.Context, name, uid string, port 
 	d := net.Dialer{Timeout: portForwardDialTimeout}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
+		// The streaming server writes this error and then resets the
+		// streams. A dial on loopback fails in microseconds, before
+		// kubectl has its data stream's reply, and the reset would then
+		// reach kubectl as "Stream reset" instead of the reason. Wait
+		// for the client's first bytes (it is then past stream
+		// creation), for a second at most.
+		started := make(chan struct{})
+		go func() {
+			var b [1]byte
+			stream.Read(b[:])
+			close(started)
+		}()
+		t := time.NewTimer(time.Second)
+		defer t.Stop()
+		select {
+		case <-started:
+		case <-t.C:
+		case <-ctx.Done():
+		}
 		return fmt.Errorf("failed to connect to %s: %w", addr, err)
 	}
 	defer conn.Close()

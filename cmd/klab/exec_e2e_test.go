@@ -202,6 +202,18 @@ func TestIntoThePod(t *testing.T) {
 			t.Run(kname+"/"+pname, func(t *testing.T) {
 				k := kubectlRunner{t: t, argv: argv, env: env, kubeconfig: st.Kubeconfig}
 				testIntoThePod(t, k)
+				// Reading pods does not let one into them: exec needs
+				// create on pods/exec (and a WebSocket's GET get too).
+				viewer := k
+				viewer.argv = kubectls["kubectl on PATH"]
+				if viewer.argv == nil {
+					viewer.argv = []string{os.Args[0], "kubectl"}
+				}
+				viewer.kubeconfig = filepath.Join(c.Dir(), lab.ViewerKubeconfigFile)
+				code, out, errOut := viewer.run("", "exec", "web", "--", "ls")
+				if code == 0 || !regexp.MustCompile(`User "klab-viewer" cannot (get|create) resource "pods/exec" in API group "" in the namespace "default"`).MatchString(errOut) {
+					t.Errorf("exec as the viewer exited %d: %s%s; want upstream's Forbidden", code, out, errOut)
+				}
 			})
 		}
 	}
@@ -256,6 +268,14 @@ func testIntoThePod(t *testing.T, k kubectlRunner) {
 	at.stop()
 	pf.stop()
 
+	// port-forward to a service: kubectl picks a pod behind it.
+	svc := k.start("port-forward", "svc/web", ":80")
+	port = svc.waitFor(t, regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 8080`))[1]
+	if body := httpGet(t, "http://127.0.0.1:"+port+"/"); !strings.Contains(body, "web") {
+		t.Errorf("GET through port-forward svc/web answered %q", body)
+	}
+	svc.stop()
+
 	// A closed port: the GET fails and kubectl says why.
 	closed := k.start("port-forward", "pod/web", ":9999")
 	port = closed.waitFor(t, regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 9999`))[1]
@@ -263,7 +283,7 @@ func testIntoThePod(t *testing.T, k kubectlRunner) {
 		resp.Body.Close()
 		t.Errorf("GET through a port-forward to a closed port answered %s", resp.Status)
 	}
-	closed.waitFor(t, regexp.MustCompile(`error forwarding port 9999 to pod`))
+	closed.waitFor(t, regexp.MustCompile(`error forwarding port 9999 to pod .*: failed to connect to .*:9999: .*connection refused`))
 	closed.stop()
 
 	// The proxy subresources.
