@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,4 +153,55 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestHTTPClients fetches from a server the way a pod's tools do: names
+// from the pod's /etc/hosts, bodies to stdout or a file, curl's and
+// wget's errors and exit codes.
+func TestHTTPClients(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/missing" {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, "hello "+r.Method+"\n")
+	}))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	root := newRoot(t)
+	if err := os.WriteFile(filepath.Join(root, "etc", "hosts"), []byte("127.0.0.1\tweb\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAddr := closed.Addr().String()
+	closed.Close()
+	cfg := Config{Root: root}
+	tests := []struct {
+		name     string
+		argv     []string
+		wantOut  string
+		wantErr  string
+		wantCode int
+	}{
+		{name: "wget to stdout by a hosts name", argv: []string{"wget", "-qO-", "http://web:" + port + "/"}, wantOut: "hello GET\n"},
+		{name: "wget to a file", argv: []string{"sh", "-c", "cd /tmp && wget -q web:" + port + "/page && cat page"}, wantOut: "hello GET\n"},
+		{name: "wget of a missing page", argv: []string{"wget", "-q", "-O", "-", "http://web:" + port + "/missing"}, wantErr: "wget: server returned error: HTTP/1.1 404 Not Found\n", wantCode: 1},
+		{name: "curl with a method", argv: []string{"curl", "-s", "-X", "PUT", "web:" + port}, wantOut: "hello PUT\n"},
+		{name: "curl -f of a missing page", argv: []string{"curl", "-sf", "web:" + port + "/missing"}, wantCode: 22},
+		{name: "curl to a closed port", argv: []string{"curl", "http://" + closedAddr + "/"}, wantErr: "curl: (7) Failed to connect to 127.0.0.1 port", wantCode: 7},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code, err := run(t, cfg, "", tc.argv...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out != tc.wantOut || !strings.HasPrefix(errOut, tc.wantErr) || code != tc.wantCode {
+				t.Errorf("%q = %q, stderr %q, code %d; want %q, %q, %d", tc.argv, out, errOut, code, tc.wantOut, tc.wantErr, tc.wantCode)
+			}
+		})
+	}
 }
