@@ -1,11 +1,14 @@
 package lab
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +87,40 @@ func TestDockerExec(t *testing.T) {
 			check("", []string{"cp", pod.Name + ":/tmp/in.txt", back}, 0, "", "")
 			if got, err := os.ReadFile(back); err != nil || string(got) != "through docker\n" {
 				t.Errorf("cp out gave %q, %v", got, err)
+			}
+
+			// port-forward, then a GET through it.
+			pfEnv := env
+			if env != nil {
+				pfEnv = append(env, "PORT_FORWARD_WEBSOCKETS=false")
+			}
+			cctx, ccancel := context.WithTimeout(ctx, time.Minute)
+			defer ccancel()
+			cmd := exec.CommandContext(cctx, bin, "kubectl", "--name", name, "port-forward", "pod/"+pod.Name, ":8080")
+			cmd.Env = append(append(os.Environ(), "KLAB_HOME="+home, "KLAB_LANG=en"), pfEnv...)
+			cmd.WaitDelay = 5 * time.Second
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { ccancel(); cmd.Wait() }()
+			forwarding := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 8080`)
+			sc := bufio.NewScanner(stdout)
+			port := ""
+			for port == "" && sc.Scan() {
+				if m := forwarding.FindStringSubmatch(sc.Text()); m != nil {
+					port = m[1]
+				}
+			}
+			if port == "" {
+				t.Fatal("kubectl port-forward never said where it forwards from")
+			}
+			go io.Copy(io.Discard, stdout)
+			if body := httpGet(t, "http://127.0.0.1:"+port+"/"); !strings.Contains(body, pod.Name) {
+				t.Errorf("GET through port-forward answered %q, want the pod's name", body)
 			}
 		})
 	}
