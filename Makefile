@@ -41,7 +41,8 @@ test: build
 	KLAB_BINARY=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -ldflags '$(KUBE_LDFLAGS)' ./...
 
 ## bench: klab's etcd against real etcd side by side (tables on stdout), the
-## API server's latencies (p50/p99), scheduling density, the Docker runtime's
+## API server's latencies (p50/p99), scheduling density, exec round trips and
+## port-forward throughput, the Docker runtime's
 ## start/stop times and memory, then the Go benchmarks of every other
 ## package that has some
 bench:
@@ -50,6 +51,7 @@ bench:
 	$(GO) test -count=1 -run '^$$' -bench 'Create|Apply|Get|List1000$$|WatchDelivery' -benchtime 2s ./bench/apiserver/
 	$(GO) test -count=1 -run '^$$' -bench 'List10000' -benchtime 20x ./bench/apiserver/
 	$(GO) test -count=1 -timeout 60m -run '^$$' -bench 'Density' -benchtime 1x ./bench/controlloop/
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 200x ./bench/exec/
 	@if docker info >/dev/null 2>&1; then $(MAKE) build && KLAB_BINARY=$(CURDIR)/$(BIN) $(GO) run ./bench/docker/cmd/dockerbench; \
 	else echo "no Docker engine answers: the Docker runtime's figures are skipped"; fi
 	$(MAKE) build

@@ -115,6 +115,12 @@ func (s *Server) resourceList(w http.ResponseWriter, r *http.Request, gv schema.
 				ar.Verbs = []string{registry.VerbGet}
 			case registry.SubFinalize:
 				ar.Verbs = []string{registry.VerbUpdate}
+			case registry.SubExec, registry.SubAttach, registry.SubPortForward:
+				ar.Kind = connectKinds[sub]
+				ar.Verbs = []string{registry.VerbCreate, registry.VerbGet}
+			case registry.SubProxy:
+				ar.Kind = res.Kind + "ProxyOptions"
+				ar.Verbs = []string{registry.VerbCreate, registry.VerbDelete, registry.VerbGet, registry.VerbPatch, registry.VerbUpdate}
 			}
 			list.APIResources = append(list.APIResources, ar)
 		}

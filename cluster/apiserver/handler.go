@@ -49,11 +49,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		user = impersonated
 	}
-	attrs := auth.Attributes{
-		User: user, Verb: info.verb, APIGroup: info.gv.Group, APIVersion: info.gv.Version,
-		Resource: info.resource, Subresource: info.subresource, Namespace: info.namespace, Name: info.name,
-		Path: r.URL.Path, ResourceRequest: info.resourceRequest,
-	}
+	attrs := attributes(user, info)
 	if decision, _ := s.authz.Authorize(attrs); decision != auth.DecisionAllow {
 		writeError(rec, r, forbidden(info, attrs))
 		return
@@ -69,6 +65,28 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	req := &request{Request: r, info: info, user: user, res: res}
 	s.serveResource(rec, req)
+}
+
+// attributes are what authorization looks at in a request.
+func attributes(user auth.User, info requestInfo) auth.Attributes {
+	return auth.Attributes{
+		User: user, Verb: info.verb, APIGroup: info.gv.Group, APIVersion: info.gv.Version,
+		Resource: info.resource, Subresource: info.subresource, Namespace: info.namespace, Name: info.name,
+		Path: info.path, ResourceRequest: info.resourceRequest,
+	}
+}
+
+// authorizeVerb authorizes the request once more as verb, for handlers
+// that need a second permission (a WebSocket exec needs create as well as
+// get); it returns upstream's Forbidden when the user lacks it.
+func (s *Server) authorizeVerb(req *request, verb string) error {
+	info := req.info
+	info.verb = verb
+	attrs := attributes(req.user, info)
+	if decision, _ := s.authz.Authorize(attrs); decision != auth.DecisionAllow {
+		return forbidden(info, attrs)
+	}
+	return nil
 }
 
 // request is one resource request on its way through the handlers.

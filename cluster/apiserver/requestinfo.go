@@ -58,8 +58,10 @@ func parseRequestInfo(r *http.Request) requestInfo {
 	if len(parts) > 2 {
 		info.subresource = parts[2]
 	}
-	if len(parts) > 3 {
-		info.resourceRequest = false // deeper paths (proxy) are not served
+	// Only a proxy subresource goes deeper: the rest is the path to pass
+	// on (pods/web/proxy/healthz).
+	if len(parts) > 3 && info.subresource != registry.SubProxy {
+		info.resourceRequest = false
 		return info
 	}
 

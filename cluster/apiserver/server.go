@@ -11,6 +11,12 @@
 //	→ storage in etcd (a transaction on the object's revision)
 //	→ watchers are told through their etcd watches
 //
+// Some subresources are not stored but passed on (connect.go, proxy.go):
+// pods/log, exec, attach and portforward go to the kubelet of the pod's
+// node, which the server authenticates to with its kubelet client
+// certificate; pods/proxy, services/proxy and nodes/proxy reach a pod, a
+// service's endpoint or a kubelet.
+//
 // Each step has its own file. What a resource supports (verbs, short names,
 // field selectors, where it is kept) is data in package registry; the
 // generic storage is package storage.
@@ -74,10 +80,12 @@ type Config struct {
 	NodePortSize int
 	// AdvertiseAddress is what discovery reports as the server address.
 	AdvertiseAddress string
-	// KubeletCA verifies kubelets when pods/log is proxied to them;
-	// KubeletToken authenticates the API server to them.
-	KubeletCA    *x509.CertPool
-	KubeletToken string
+	// KubeletCA verifies kubelets when pods/log, exec, attach,
+	// portforward and nodes/proxy reach them; KubeletClientCert
+	// authenticates the API server to them (upstream's
+	// --kubelet-client-certificate).
+	KubeletCA         *x509.CertPool
+	KubeletClientCert *tls.Certificate
 	// BookmarkInterval overrides how often idle watches get a bookmark.
 	BookmarkInterval time.Duration
 }
@@ -101,6 +109,12 @@ type Server struct {
 	// requests wait at the door).
 	pauseMu sync.Mutex
 	running chan struct{}
+
+	// kubeletTransport reaches kubelets (TLS with the kubelet client
+	// certificate); podTransport reaches pods and services for the proxy
+	// subresources.
+	kubeletTransport *http.Transport
+	podTransport     *http.Transport
 
 	server *componentbase.Server
 	life   *componentbase.Lifecycle
@@ -134,6 +148,7 @@ func New(cfg Config) (*Server, error) {
 		authz:    auth.NewAuthorizer(),
 		running:  make(chan struct{}),
 	}
+	s.kubeletTransport, s.podTransport = kubeletTransport(cfg), podTransport()
 	s.life = componentbase.NewLifecycle(s.shutdown)
 	close(s.running)
 	var err error

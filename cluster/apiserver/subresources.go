@@ -2,13 +2,8 @@ package apiserver
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
-	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -24,7 +19,8 @@ import (
 
 var scaleGVK = schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
 
-// serveSubresource serves status, scale, binding and log.
+// serveSubresource serves status, scale, binding, log, the streaming
+// subresources (exec, attach, portforward) and proxy.
 func (s *Server) serveSubresource(w http.ResponseWriter, req *request) {
 	sub := req.info.subresource
 	if !req.res.HasSubresource(sub) || req.info.name == "" {
@@ -47,6 +43,11 @@ func (s *Server) serveSubresource(w http.ResponseWriter, req *request) {
 		s.podLog(w, req)
 	case sub == registry.SubFinalize && verb == registry.VerbUpdate:
 		s.update(w, req)
+	case (sub == registry.SubExec || sub == registry.SubAttach || sub == registry.SubPortForward) &&
+		(verb == registry.VerbGet || verb == registry.VerbCreate):
+		s.serveConnect(w, req)
+	case sub == registry.SubProxy:
+		s.serveProxy(w, req)
 	default:
 		writeError(w, req.Request, apierrors.NewMethodNotSupported(schemaGroupResource(req.res.Group, req.res.Resource+"/"+sub), verb))
 	}
@@ -245,57 +246,26 @@ func (s *Server) podLog(w http.ResponseWriter, req *request) {
 		return
 	}
 	pod := obj.(*corev1.Pod)
-	container := req.URL.Query().Get("container")
-	if container == "" {
-		if len(pod.Spec.Containers) != 1 {
-			names := ""
-			for i, c := range pod.Spec.Containers {
-				if i > 0 {
-					names += " "
-				}
-				names += c.Name
-			}
-			writeError(w, req.Request, apierrors.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s, choose one of: [%s]", pod.Name, names)))
-			return
-		}
-		container = pod.Spec.Containers[0].Name
-	}
-	if pod.Spec.NodeName == "" {
-		writeError(w, req.Request, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name)))
-		return
-	}
-	nodesRes, _ := s.reg.Lookup(schema.GroupVersionResource{Version: "v1", Resource: "nodes"})
-	nodeObj, err := s.store.Get(req.Context(), nodesRes, "", pod.Spec.NodeName)
+	container, err := podContainer(pod, req.URL.Query().Get("container"))
 	if err != nil {
 		writeError(w, req.Request, err)
 		return
 	}
-	node := nodeObj.(*corev1.Node)
-	host := ""
-	for _, a := range node.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			host = a.Address
-		}
-	}
-	port := node.Status.DaemonEndpoints.KubeletEndpoint.Port
-	if host == "" || port == 0 {
-		writeError(w, req.Request, apierrors.NewBadRequest(fmt.Sprintf("node %s has no kubelet endpoint in its status; is its kubelet running?", node.Name)))
+	base, err := s.kubeletURL(req.Context(), pod)
+	if err != nil {
+		writeError(w, req.Request, err)
 		return
 	}
-	target := url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(int(port))),
-		Path: fmt.Sprintf("/containerLogs/%s/%s/%s", pod.Namespace, pod.Name, container), RawQuery: req.URL.RawQuery}
+	target := base.JoinPath("containerLogs", pod.Namespace, pod.Name, container)
+	target.RawQuery = req.URL.RawQuery
 	out, err := http.NewRequestWithContext(req.Context(), http.MethodGet, target.String(), nil)
 	if err != nil {
 		writeError(w, req.Request, apierrors.NewInternalError(err))
 		return
 	}
-	if s.cfg.KubeletToken != "" {
-		out.Header.Set("Authorization", "Bearer "+s.cfg.KubeletToken)
-	}
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: s.cfg.KubeletCA}}}
-	resp, err := client.Do(out)
+	resp, err := s.kubeletTransport.RoundTrip(out)
 	if err != nil {
-		writeError(w, req.Request, apierrors.NewServiceUnavailable(fmt.Sprintf("get logs from the kubelet on %s: %v", node.Name, err)))
+		writeError(w, req.Request, apierrors.NewServiceUnavailable(fmt.Sprintf("get logs from the kubelet on %s: %v", pod.Spec.NodeName, err)))
 		return
 	}
 	defer resp.Body.Close()
@@ -312,9 +282,6 @@ func (s *Server) podLog(w http.ResponseWriter, req *request) {
 			}
 		}
 		if err != nil {
-			if err != io.EOF {
-				return
-			}
 			return
 		}
 	}

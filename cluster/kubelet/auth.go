@@ -3,8 +3,10 @@ package kubelet
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -105,6 +107,34 @@ func (a *tokenAuthenticator) authenticate(ctx context.Context, token string) (au
 	a.cache[key] = authEntry{user: user, err: err, expires: now.Add(ttl)}
 	a.mu.Unlock()
 	return user, err
+}
+
+// servingTLS is the HTTPS configuration: the configured certificate, and
+// client certificates verified against the cluster CA when a client
+// offers one, as the kubelet's --client-ca-file does. The API server
+// authenticates itself that way (its kubelet client certificate), since
+// the SPDY and WebSocket upgrades it proxies carry no header of its own.
+func (k *Kubelet) servingTLS() *tls.Config {
+	cfg := k.cfg.TLS.Clone()
+	if k.cfg.CAPool != nil {
+		cfg.ClientCAs = k.cfg.CAPool
+		cfg.ClientAuth = tls.VerifyClientCertIfGiven
+	}
+	return cfg
+}
+
+// certificateUser is the user of a verified client certificate, as
+// upstream's x509 authenticator reads it: the common name is the user,
+// the organizations are the groups. ok is false without a certificate.
+func certificateUser(r *http.Request) (user authenticationv1.UserInfo, ok bool, err error) {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+		return user, false, nil
+	}
+	cert := r.TLS.VerifiedChains[0][0]
+	if cert.Subject.CommonName == "" {
+		return user, true, errUnauthenticated
+	}
+	return authenticationv1.UserInfo{Username: cert.Subject.CommonName, Groups: slices.Clone(cert.Subject.Organization)}, true, nil
 }
 
 // bearerToken extracts the token of an "Authorization: Bearer" header.

@@ -71,7 +71,12 @@
 // kubelet shows each as a mirror pod <component>-<node> in kube-system
 // whose readiness and restart count follow the component's health URL.
 // The HTTPS server serves /healthz, /containerLogs (what `kubectl logs`
-// reaches through the API server) and klab's /debug/klab/status and
-// /debug/klab/events, to users of group system:masters: tokens are checked
-// by a SelfSubjectReview against the API server.
+// reaches through the API server), /exec, /attach and /portForward (what
+// `kubectl exec`, `attach`, `cp` and `port-forward` reach: SPDY streams
+// served by k8s.io/cri-streaming, the CRI streaming server's packages;
+// exec and attach go to the runtime, port-forward connects to the pod's
+// IP) and klab's /debug/klab/status and /debug/klab/events, to users of
+// group system:masters: a client certificate the cluster CA signed (the
+// API server's) or a token, checked by a SelfSubjectReview against the
+// API server.
 package kubelet

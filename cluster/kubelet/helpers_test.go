@@ -47,9 +47,8 @@ type testCluster struct {
 }
 
 // startAPIServer runs an API server that can reach kubelets for
-// pods/log. apiservertest's servers have no KubeletToken or KubeletCA
-// (Options.Tune cannot set them: it does not see the PKI it makes), so
-// the test stops its server and serves the same etcd with one that has.
+// pods/log and the streaming subresources, on the same etcd as an
+// apiservertest cluster.
 func startAPIServer(t *testing.T) *testCluster {
 	t.Helper()
 	c := apiservertest.New(t, apiservertest.Options{})
@@ -66,11 +65,14 @@ func startAPIServer(t *testing.T) *testCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adminToken, _ := c.PKI.Token(auth.AdminUser)
+	kubeletCert, err := c.PKI.KubeletClientCertificate()
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv, err := apiserver.New(apiserver.Config{
 		Name: "apiserver-kubelet-test", Etcd: c.Etcd.Client(), Listen: addr, TLS: tlsCfg,
 		Authenticator: authn,
-		KubeletCA:     c.PKI.CertPool(), KubeletToken: adminToken,
+		KubeletCA:     c.PKI.CertPool(), KubeletClientCert: &kubeletCert,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +124,7 @@ func (tc *testCluster) startKubelet(rt *critest.Runtime) *Kubelet {
 	k, err := New(Config{
 		NodeName: testNode, REST: tc.nodeCfg, Runtime: rt, Speed: testSpeed,
 		Capacity: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("4Gi")},
-		NodeIP:   "127.0.0.1", PodCIDR: "10.244.1.0/24", Listen: "127.0.0.1:0", TLS: tlsCfg,
+		NodeIP:   "127.0.0.1", PodCIDR: "10.244.1.0/24", Listen: "127.0.0.1:0", TLS: tlsCfg, CAPool: tc.pki.CertPool(),
 	})
 	if err != nil {
 		tc.t.Fatal(err)

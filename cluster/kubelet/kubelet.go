@@ -121,7 +121,7 @@ func (k *Kubelet) Start(ctx context.Context) error {
 		return fmt.Errorf("start kubelet %s: %w", k.cfg.NodeName, err)
 	}
 	server, err := componentbase.Listen(ctx, componentbase.ServerConfig{
-		Addr: k.cfg.Listen, Handler: k.handler(), TLS: k.cfg.TLS, BaseContext: k.ctx, Logger: k.log,
+		Addr: k.cfg.Listen, Handler: k.handler(), TLS: k.servingTLS(), BaseContext: k.ctx, Logger: k.log,
 	})
 	if err != nil {
 		k.life.Kill()

@@ -26,21 +26,26 @@ func (k *Kubelet) handler() http.Handler {
 		io.WriteString(w, "ok")
 	})
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", k.serveContainerLogs)
+	k.streamingHandlers(mux)
 	mux.HandleFunc("GET /debug/klab/status", k.serveStatus)
 	mux.HandleFunc("GET /debug/klab/events", k.serveEvents)
 	return k.withAuth(mux)
 }
 
-// withAuth lets in requests with a bearer token of a system:masters user;
-// others get 401 (no or unknown token) or 403, with upstream's texts.
+// withAuth lets in requests of a system:masters user, known by a client
+// certificate the cluster CA signed or by a bearer token; others get 401
+// (no or unknown credentials) or 403, with upstream's texts.
 func (k *Kubelet) withAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, ok := bearerToken(r.Header.Get("Authorization"))
+		user, ok, err := certificateUser(r)
 		if !ok {
-			http.Error(w, "Unauthorized", http.StatusUnauthorized)
-			return
+			token, hasToken := bearerToken(r.Header.Get("Authorization"))
+			if !hasToken {
+				http.Error(w, "Unauthorized", http.StatusUnauthorized)
+				return
+			}
+			user, err = k.authn.authenticate(r.Context(), token)
 		}
-		user, err := k.authn.authenticate(r.Context(), token)
 		if err != nil {
 			if !errors.Is(err, errUnauthenticated) {
 				k.log.Warn("unable to authenticate the request", "err", err)

@@ -249,14 +249,42 @@ func (p *PKI) IssueClientCert(commonName string, organizations []string, pub cry
 	if validity <= 0 {
 		validity = clientValidity
 	}
+	cert, err := signClient(time.Now(), validity, commonName, organizations, pub, p.CACert, p.caKey)
+	if err != nil {
+		return nil, fmt.Errorf("issue client certificate for %q: %w", commonName, err)
+	}
+	return cert, nil
+}
+
+// EncodeCert returns cert in PEM, as kubeconfigs and CSR statuses hold it.
+func EncodeCert(cert *x509.Certificate) []byte { return encodeCert(cert) }
+
+// newClientCert creates a key and a client certificate for user
+// commonName in the groups organizations, signed by the CA, as kubeadm's
+// apiserver-kubelet-client.crt is.
+func newClientCert(now time.Time, commonName string, organizations []string, ca *x509.Certificate, caKey crypto.Signer) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("generate %s key: %w", commonName, err)
+	}
+	cert, err := signClient(now, serverValidity, commonName, organizations, key.Public(), ca, caKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create %s certificate: %w", commonName, err)
+	}
+	return cert, key, nil
+}
+
+// signClient signs a client certificate for pub, valid for validity from
+// now but never past the CA: commonName is the user, organizations the
+// groups.
+func signClient(now time.Time, validity time.Duration, commonName string, organizations []string, pub crypto.PublicKey, ca *x509.Certificate, caKey crypto.Signer) (*x509.Certificate, error) {
 	serial, err := newSerial()
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
 	notAfter := now.Add(validity)
-	if notAfter.After(p.CACert.NotAfter) {
-		notAfter = p.CACert.NotAfter
+	if notAfter.After(ca.NotAfter) {
+		notAfter = ca.NotAfter
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
@@ -266,12 +294,5 @@ func (p *PKI) IssueClientCert(commonName string, organizations []string, pub cry
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
-	cert, err := sign(tmpl, p.CACert, pub, p.caKey)
-	if err != nil {
-		return nil, fmt.Errorf("issue client certificate for %q: %w", commonName, err)
-	}
-	return cert, nil
+	return sign(tmpl, ca, pub, caKey)
 }
-
-// EncodeCert returns cert in PEM, as kubeconfigs and CSR statuses hold it.
-func EncodeCert(cert *x509.Certificate) []byte { return encodeCert(cert) }

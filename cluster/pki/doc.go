@@ -11,6 +11,10 @@
 // kubernetes.default.svc.cluster.local and the first service IP
 // 10.96.0.1. A client that trusts ca.crt can then reach any API server,
 // directly or through the load balancer, and verify whom it talks to.
+// It also signs the API server's client certificate to kubelets
+// (apiserver-kubelet-client.crt and .key, user
+// kube-apiserver-kubelet-client in group system:masters, as kubeadm's),
+// with which the API server opens exec, attach and port-forward streams.
 //
 // Clients prove who they are with bearer tokens, listed in tokens.csv in
 // kube-apiserver's --token-auth-file format (see package

@@ -21,6 +21,10 @@ const (
 	ServerCertFile = "apiserver.crt"
 	ServerKeyFile  = "apiserver.key"
 	TokenFile      = "tokens.csv"
+	// KubeletClientCertFile and KubeletClientKeyFile are the API
+	// server's client certificate to kubelets.
+	KubeletClientCertFile = "apiserver-kubelet-client.crt"
+	KubeletClientKeyFile  = "apiserver-kubelet-client.key"
 )
 
 // PKI is a cluster's CA, API server certificate and bearer tokens.
@@ -39,7 +43,10 @@ type PKI struct {
 	Identities []Identity
 
 	serverKeyPEM []byte
-	caKey        crypto.Signer // nil when Load found no ca.key
+	// kubeletClientCertPEM and kubeletClientKeyPEM are nil when Load
+	// found no such files (a PKI from before they existed).
+	kubeletClientCertPEM, kubeletClientKeyPEM []byte
+	caKey                                     crypto.Signer // nil when Load found no ca.key
 }
 
 // Ensure loads the PKI in dir, creating what is missing; see the package
@@ -69,6 +76,9 @@ func Ensure(dir string, hosts []string, nodes []string) (*PKI, error) {
 		return nil, err
 	}
 	if err := p.ensureServerCert(now, names); err != nil {
+		return nil, err
+	}
+	if err := p.ensureKubeletClientCert(now); err != nil {
 		return nil, err
 	}
 	if err := p.ensureTokens(wanted); err != nil {
@@ -107,6 +117,14 @@ func Load(dir string) (*PKI, error) {
 	}
 	if p.Identities, err = readIdentities(p.path(TokenFile)); err != nil {
 		return nil, fmt.Errorf("load pki: %w", err)
+	}
+	certPEM, certErr := os.ReadFile(p.path(KubeletClientCertFile))
+	keyPEM, keyErr := os.ReadFile(p.path(KubeletClientKeyFile))
+	if certErr == nil && keyErr == nil {
+		if _, err := p.checkKubeletClientCert(certPEM, keyPEM); err != nil {
+			return nil, fmt.Errorf("load pki: %w", err)
+		}
+		p.kubeletClientCertPEM, p.kubeletClientKeyPEM = certPEM, keyPEM
 	}
 	return p, nil
 }
@@ -248,4 +266,64 @@ func (p *PKI) CertPool() *x509.CertPool {
 	pool := x509.NewCertPool()
 	pool.AddCert(p.CACert)
 	return pool
+}
+
+// Upstream's identity for the API server's client certificate to kubelets
+// (kubeadm's apiserver-kubelet-client.crt): a user in system:masters.
+const (
+	KubeletClientCommonName = "kube-apiserver-kubelet-client"
+	KubeletClientGroup      = "system:masters"
+)
+
+// ensureKubeletClientCert keeps apiserver-kubelet-client.crt and .key: a
+// valid pair the CA signed is kept, anything else is replaced.
+func (p *PKI) ensureKubeletClientCert(now time.Time) error {
+	certPEM, certErr := os.ReadFile(p.path(KubeletClientCertFile))
+	keyPEM, keyErr := os.ReadFile(p.path(KubeletClientKeyFile))
+	if certErr == nil && keyErr == nil {
+		if cert, err := p.checkKubeletClientCert(certPEM, keyPEM); err == nil && now.Add(renewBefore).Before(cert.NotAfter) {
+			p.kubeletClientCertPEM, p.kubeletClientKeyPEM = certPEM, keyPEM
+			return nil
+		}
+	}
+	cert, key, err := newClientCert(now, KubeletClientCommonName, []string{KubeletClientGroup}, p.CACert, p.caKey)
+	if err != nil {
+		return err
+	}
+	if keyPEM, err = encodeKey(key); err != nil {
+		return err
+	}
+	certPEM = encodeCert(cert)
+	if err := atomicfile.Write(p.path(KubeletClientKeyFile), keyPEM, 0o600); err != nil {
+		return err
+	}
+	if err := atomicfile.Write(p.path(KubeletClientCertFile), certPEM, 0o644); err != nil {
+		return err
+	}
+	p.kubeletClientCertPEM, p.kubeletClientKeyPEM = certPEM, keyPEM
+	return nil
+}
+
+func (p *PKI) checkKubeletClientCert(certPEM, keyPEM []byte) (*x509.Certificate, error) {
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p.path(KubeletClientCertFile), err)
+	}
+	if err := pair.Leaf.CheckSignatureFrom(p.CACert); err != nil {
+		return nil, fmt.Errorf("%s is not signed by %s: %w", p.path(KubeletClientCertFile), p.path(CACertFile), err)
+	}
+	return pair.Leaf, nil
+}
+
+// KubeletClientCertificate is the API server's client certificate to
+// kubelets.
+func (p *PKI) KubeletClientCertificate() (tls.Certificate, error) {
+	if p.kubeletClientCertPEM == nil {
+		return tls.Certificate{}, fmt.Errorf("kubelet client certificate: %s holds no %s", p.Dir, KubeletClientCertFile)
+	}
+	pair, err := tls.X509KeyPair(p.kubeletClientCertPEM, p.kubeletClientKeyPEM)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("kubelet client certificate: %w", err)
+	}
+	return pair, nil
 }

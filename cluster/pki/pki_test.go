@@ -58,6 +58,7 @@ func TestEnsureCreates(t *testing.T) {
 
 	wantModes := map[string]fs.FileMode{
 		CACertFile: 0o644, CAKeyFile: 0o600, ServerCertFile: 0o644, ServerKeyFile: 0o600, TokenFile: 0o600,
+		KubeletClientCertFile: 0o644, KubeletClientKeyFile: 0o600,
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {

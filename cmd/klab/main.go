@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/cluster/app/shell"
 )
 
 // Set at build time by the Makefile (-ldflags -X).
@@ -18,6 +19,11 @@ var (
 )
 
 func main() {
+	// In the klab/app image, /bin/sh, /bin/ls, ... are links to this
+	// binary: run the tool the name says, as busybox does.
+	if shell.IsApplet(os.Args[0]) {
+		os.Exit(shell.Main(os.Args))
+	}
 	i18n.SetLang(i18n.Detect())
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -61,6 +61,10 @@ func New(t testing.TB, opts Options) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	kubeletCert, err := p.KubeletClientCertificate()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := 0; i < opts.APIServers; i++ {
 		listen, err := etcdtest.FreeAddr()
 		if err != nil {
@@ -74,10 +78,11 @@ func New(t testing.TB, opts Options) *Cluster {
 			Authenticator: authn,
 			ClientCA:      p.CertPool(),
 		}
-		// The API server reaches kubelets (pods/log) as the cluster's
-		// runtime configures it: trusting the CA, with the admin token.
+		// The API server reaches kubelets (pods/log, exec, ...) as the
+		// cluster's runtime configures it: trusting the CA, with its
+		// kubelet client certificate.
 		cfg.KubeletCA = p.CertPool()
-		cfg.KubeletToken, _ = p.Token(auth.AdminUser)
+		cfg.KubeletClientCert = &kubeletCert
 		if opts.Tune != nil {
 			opts.Tune(&cfg)
 		}

@@ -41,6 +41,12 @@ const (
 	// SubFinalize is namespaces/finalize: the namespace controller removes
 	// its spec finalizer through it once a namespace is empty.
 	SubFinalize = "finalize"
+	// The connect subresources stream to the kubelet or proxy to a pod,
+	// service or node rather than read or write the object.
+	SubExec        = "exec"
+	SubAttach      = "attach"
+	SubPortForward = "portforward"
+	SubProxy       = "proxy"
 )
 
 var (

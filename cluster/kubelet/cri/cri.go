@@ -125,6 +125,25 @@ type LogOptions struct {
 	SinceTime *time.Time
 }
 
+// TerminalSize is a terminal's size in characters, as a client's
+// resize event gives it.
+type TerminalSize struct {
+	Width, Height uint16
+}
+
+// Streams connect a command in a container with a client (kubectl exec
+// and attach). A nil Stdin means the client sends no input; with TTY,
+// stdout and stderr are one terminal and Stderr is nil.
+type Streams struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	TTY    bool
+	// Resize delivers the client's terminal size when TTY is set; it is
+	// closed when the client goes away.
+	Resize <-chan TerminalSize
+}
+
 // EventType is a container lifecycle event.
 type EventType string
 
@@ -184,6 +203,17 @@ type Runtime interface {
 	// interleaved) to w; with Follow it returns when the container exits
 	// or ctx is done.
 	ContainerLogs(ctx context.Context, id string, opts LogOptions, w io.Writer) error
+
+	// ExecInContainer runs cmd in a running container, copying between
+	// the streams and the command's stdin, stdout and stderr, and returns
+	// its exit code. An error means the command could not be run at all
+	// (the container is not running, the executable does not exist), as
+	// the CRI's Exec fails before any output.
+	ExecInContainer(ctx context.Context, id string, cmd []string, streams Streams) (exitCode int, err error)
+	// AttachContainer connects the streams to a running container's main
+	// process: its output from now on, and its stdin when the container
+	// keeps one open. It returns when the container exits or ctx is done.
+	AttachContainer(ctx context.Context, id string, streams Streams) error
 
 	// Events delivers container lifecycle events. The channel is closed by
 	// Close.

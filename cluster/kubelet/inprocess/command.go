@@ -25,7 +25,8 @@ var entrypoints = map[string][]string{
 // cannot run what the container asks for. As in a real container, a
 // command replaces the image's entrypoint and args follow it. The images
 // hold one program, the klab binary, which runs the app as `app` (klab/app's
-// entrypoint) or as `klab component app`; there is no shell.
+// entrypoint) or as `klab component app`. Its shell (cluster/app/shell)
+// serves kubectl exec; a container's own process is the app.
 func appArgs(image imageRef, command, args []string) ([]string, error) {
 	argv := slices.Concat(command, args)
 	if len(command) == 0 {
@@ -44,6 +45,6 @@ func appArgs(image imageRef, command, args []string) ([]string, error) {
 		return nil, fmt.Errorf("unable to start container process: %q: a pod's container can run only the app (command [\"klab\", \"component\", \"app\"], or image %s with no command)",
 			argv, AppRepository)
 	}
-	return nil, fmt.Errorf("unable to start container process: exec: %q: executable file not found in $PATH: image %s holds only the klab app (no shell); leave command empty and give the app's flags as args, e.g. [\"--exit-after=5s\"] for a job",
+	return nil, fmt.Errorf("unable to start container process: exec: %q: executable file not found in $PATH: image %s holds only the klab app as a container's process (its shell is for kubectl exec); leave command empty and give the app's flags as args, e.g. [\"--exit-after=5s\"] for a job",
 		argv[0], image)
 }

@@ -42,6 +42,8 @@ type container struct {
 	kill      chan struct{}
 	killOnce  sync.Once
 	memory    *containerMemory
+	// execs are the commands kubectl exec runs in the container.
+	execs processTable
 }
 
 func (c *container) status() cri.ContainerStatus {

@@ -20,8 +20,16 @@
 //     refused and the app stops at once: exit code 137, reason OOMKilled;
 //   - a command the image cannot run (`sh -c ...`) fails the start as
 //     containerd does: reason StartError, exit code 128, and a message
-//     saying what the image contains. There is no shell and no busybox: a
-//     Job's pod runs the app with --exit-after (and --exit-code).
+//     saying what the image contains. A container's process is the app:
+//     a Job's pod runs it with --exit-after (and --exit-code).
+//
+// Exec runs klab's shell (cluster/app/shell: mvdan.cc/sh with the everyday
+// tools built in) in the klab process, over the pod's filesystem: a
+// directory per pod under RootDir, which its containers share, holding
+// /etc/hosts, /etc/resolv.conf and /etc/hostname as the kubelet writes
+// them, and /tmp. Its ps shows the app as PID 1 and the exec'd commands;
+// its kill signals them (kill 1 stops the app as SIGTERM would). Attach
+// passes on the app's output from the moment it attaches.
 //
 // Images: klab runs offline. The node has klab/app under every tag (the same
 // program; the app reports the tag as its version, so a rolling update from

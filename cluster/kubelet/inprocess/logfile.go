@@ -45,6 +45,30 @@ type logFile struct {
 	done bool
 	// pending holds each stream's output after its last newline.
 	pending map[string][]byte
+	// attached are the clients of kubectl attach, who get the output as
+	// it is written.
+	attached map[*attachment]struct{}
+}
+
+// attachment is one attached client's stdout and stderr.
+type attachment struct {
+	stdout, stderr io.Writer
+}
+
+// attach adds a client that gets every write from now on; the returned
+// function removes it.
+func (l *logFile) attach(a *attachment) (detach func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.attached == nil {
+		l.attached = map[*attachment]struct{}{}
+	}
+	l.attached[a] = struct{}{}
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		delete(l.attached, a)
+	}
 }
 
 func openLogFile(path string, maxSize int64) (*logFile, error) {
@@ -69,6 +93,23 @@ type streamWriter struct {
 
 func (w streamWriter) Write(p []byte) (int, error) {
 	w.log.write(w.name, p)
+	w.log.mu.Lock()
+	var targets []io.Writer
+	for a := range w.log.attached {
+		target := a.stdout
+		if w.name == "stderr" {
+			target = a.stderr
+		}
+		if target != nil {
+			targets = append(targets, target)
+		}
+	}
+	w.log.mu.Unlock()
+	// Written outside the lock: a slow client holds up the container's
+	// output, as an attached terminal does, but not other readers.
+	for _, t := range targets {
+		t.Write(p)
+	}
 	return len(p), nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/klab-dev/klab/cluster/internal/componentbase"
@@ -42,6 +43,9 @@ type Config struct {
 	PodCIDR string
 	// LogDir is where container logs are written (upstream's /var/log/pods).
 	LogDir string
+	// RootDir is where pods' filesystems are made (what exec's shell
+	// sees as /); empty means "rootfs" next to LogDir.
+	RootDir string
 	// LogMaxSize bounds a container's log file; 0 means DefaultLogMaxSize.
 	LogMaxSize int64
 	// MemoryCapacity is the memory the node's containers may allocate
@@ -80,6 +84,9 @@ var _ cri.Runtime = (*Runtime)(nil)
 func New(cfg Config) (*Runtime, error) {
 	if cfg.LogDir == "" {
 		return nil, errors.New("create in-process runtime: no log directory")
+	}
+	if cfg.RootDir == "" {
+		cfg.RootDir = filepath.Join(filepath.Dir(filepath.Clean(cfg.LogDir)), "rootfs")
 	}
 	if err := os.MkdirAll(cfg.LogDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create in-process runtime: %w", err)

@@ -21,6 +21,9 @@ type sandbox struct {
 	ip        string
 	createdAt time.Time
 	logDir    string
+	// rootDir is the pod's filesystem, shared by its containers (as if
+	// every path were one volume).
+	rootDir string
 	// ready is false once the sandbox is stopped; guarded by Runtime.mu.
 	ready bool
 }
@@ -51,7 +54,13 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, cfg cri.SandboxConfig) (cri
 		return cri.Sandbox{}, fmt.Errorf("run pod sandbox for pod %s/%s: %w", cfg.Namespace, cfg.Name, err)
 	}
 	cfg.Labels = maps.Clone(cfg.Labels)
+	rootDir := filepath.Join(r.cfg.RootDir, cfg.Namespace+"_"+cfg.Name+"_"+cfg.PodUID)
+	if err := makeRootfs(rootDir, cfg, ip); err != nil {
+		r.ips.release(ip)
+		return cri.Sandbox{}, fmt.Errorf("run pod sandbox for pod %s/%s: %w", cfg.Namespace, cfg.Name, err)
+	}
 	sb := &sandbox{
+		rootDir:   rootDir,
 		id:        newID(),
 		cfg:       cfg,
 		ip:        ip,
@@ -130,6 +139,9 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, id string) error {
 		errs = append(errs, c.log.remove())
 	}
 	if err := os.RemoveAll(sb.logDir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := os.RemoveAll(sb.rootDir); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -53,19 +53,22 @@ func APIServer(ctx context.Context, ref runtime.Ref, spec runtime.APIServerSpec,
 	if err != nil {
 		return nil, fmt.Errorf("etcd client: %w", err)
 	}
-	// Upstream gives the API server a client certificate in
-	// system:masters for kubelets; klab uses the admin token.
-	kubeletToken, _ := p.Token(auth.AdminUser)
+	// The API server's client certificate to kubelets, in system:masters
+	// as kubeadm's apiserver-kubelet-client.crt.
+	kubeletCert, err := p.KubeletClientCertificate()
+	if err != nil {
+		return nil, err
+	}
 	srv, err := apiserver.New(apiserver.Config{
-		Name:             ref.Node,
-		Etcd:             cli,
-		Listen:           spec.Listen,
-		TLS:              tlsCfg,
-		Authenticator:    authn,
-		ClientCA:         p.CertPool(),
-		AdvertiseAddress: spec.AdvertiseAddress,
-		KubeletCA:        p.CertPool(),
-		KubeletToken:     kubeletToken,
+		Name:              ref.Node,
+		Etcd:              cli,
+		Listen:            spec.Listen,
+		TLS:               tlsCfg,
+		Authenticator:     authn,
+		ClientCA:          p.CertPool(),
+		AdvertiseAddress:  spec.AdvertiseAddress,
+		KubeletCA:         p.CertPool(),
+		KubeletClientCert: &kubeletCert,
 	})
 	if err == nil {
 		err = srv.Start(ctx)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path"
 	"regexp"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/client"
 
+	"github.com/klab-dev/klab/cluster/app/shell"
 	"github.com/klab-dev/klab/cluster/internal/componentbase"
 	"github.com/klab-dev/klab/cluster/runtime/docker/labels"
 )
@@ -53,6 +55,9 @@ const (
 	binaryInImage = "/klab"
 	// binaryInContext is the binary's name in the build context.
 	binaryInContext = "klab"
+	// rootfsInContext holds what the app image adds to the root: the
+	// applet links and the directories a shell expects.
+	rootfsInContext = "rootfs"
 )
 
 // buildIDPattern is what Docker accepts as a tag.
@@ -111,7 +116,7 @@ func EnsureImage(ctx context.Context, opts ImageOptions) (ImageInfo, error) {
 		return ImageInfo{}, err
 	}
 	builtApp, err := ensureImage(ctx, cli, logger, imageBuild{
-		tag: info.App, buildID: id, dockerfile: appDockerfile(info.Node),
+		tag: info.App, buildID: id, dockerfile: appDockerfile(info.Node), applets: shell.Applets(),
 	})
 	if err != nil {
 		return ImageInfo{}, err
@@ -136,8 +141,14 @@ func nodeDockerfile() string {
 // appDockerfile is the demo workload's image: the node image's only layer
 // with another entrypoint. Building it FROM the node image, which the engine
 // has, sends no binary and pulls nothing.
+//
+// It also carries the shell (cluster/app/shell) as busybox carries its
+// tools: /bin/sh, /bin/ls, ... are links to the binary, which runs the
+// tool its name says, so `kubectl exec -it <pod> -- sh` works in Docker
+// as it does in process.
 func appDockerfile(nodeImage string) string {
 	return "FROM " + nodeImage + "\n" +
+		"COPY " + rootfsInContext + "/ /\n" +
 		`ENTRYPOINT ["` + binaryInImage + `", "component", "app"]` + "\n"
 }
 
@@ -146,6 +157,8 @@ type imageBuild struct {
 	tag, buildID, dockerfile string
 	// binary, when set, is sent in the context as binaryInContext.
 	binary string
+	// applets, when set, are linked to the binary in rootfsInContext/bin.
+	applets []string
 }
 
 // ensureImage builds b unless its tag already names an image of the same
@@ -161,7 +174,7 @@ func ensureImage(ctx context.Context, cli *client.Client, logger *slog.Logger, b
 	}
 	logger.Info("building image", "image", b.tag)
 	start := time.Now()
-	buildContext := newBuildContext(b.dockerfile, b.binary)
+	buildContext := newBuildContext(b.dockerfile, b.binary, b.applets)
 	defer buildContext.Close()
 	resp, err := cli.ImageBuild(ctx, buildContext, build.ImageBuildOptions{
 		Tags:        []string{b.tag},
@@ -192,10 +205,10 @@ func ensureImage(ctx context.Context, cli *client.Client, logger *slog.Logger, b
 // newBuildContext streams the build context, a tar of the Dockerfile and
 // the binary, from memory: the binary is read from its file as the engine
 // consumes the stream, never copied to disk or held whole.
-func newBuildContext(dockerfile, binary string) io.ReadCloser {
+func newBuildContext(dockerfile, binary string, applets []string) io.ReadCloser {
 	pr, pw := io.Pipe()
 	go func() {
-		pw.CloseWithError(writeBuildContext(pw, dockerfile, binary))
+		pw.CloseWithError(writeBuildContext(pw, dockerfile, binary, applets))
 	}()
 	return pr
 }
@@ -204,8 +217,13 @@ func newBuildContext(dockerfile, binary string) io.ReadCloser {
 // same binary gives the same context.
 var contextTime = time.Unix(0, 0)
 
-func writeBuildContext(w io.Writer, dockerfile, binary string) error {
+func writeBuildContext(w io.Writer, dockerfile, binary string, applets []string) error {
 	tw := tar.NewWriter(w)
+	if applets != nil {
+		if err := writeRootfs(tw, applets); err != nil {
+			return err
+		}
+	}
 	if err := tw.WriteHeader(&tar.Header{
 		Name: "Dockerfile", Mode: 0o644, Size: int64(len(dockerfile)), ModTime: contextTime, Typeflag: tar.TypeReg,
 	}); err != nil {
@@ -234,6 +252,30 @@ func writeBuildContext(w io.Writer, dockerfile, binary string) error {
 		}
 	}
 	return tw.Close()
+}
+
+// writeRootfs adds rootfs/: /bin with a link to the binary for each
+// applet, and the directories a shell expects (/tmp writable by all).
+func writeRootfs(tw *tar.Writer, applets []string) error {
+	dirs := []struct {
+		name string
+		mode int64
+	}{{"", 0o755}, {"bin", 0o755}, {"etc", 0o755}, {"root", 0o700}, {"tmp", 0o1777}, {"var", 0o755}, {"var/tmp", 0o1777}}
+	for _, d := range dirs {
+		if err := tw.WriteHeader(&tar.Header{
+			Name: path.Join(rootfsInContext, d.name) + "/", Mode: d.mode, ModTime: contextTime, Typeflag: tar.TypeDir,
+		}); err != nil {
+			return err
+		}
+	}
+	for _, a := range applets {
+		if err := tw.WriteHeader(&tar.Header{
+			Name: path.Join(rootfsInContext, "bin", a), Linkname: binaryInImage, Mode: 0o777, ModTime: contextTime, Typeflag: tar.TypeSymlink,
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // buildMessage is one message of the engine's build output, a stream of

@@ -28,7 +28,7 @@ func TestBuildContext(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rc := newBuildContext(nodeDockerfile(), tt.binary)
+			rc := newBuildContext(nodeDockerfile(), tt.binary, nil)
 			defer rc.Close()
 			tr := tar.NewReader(rc)
 			got := map[string]int64{}
@@ -65,7 +65,7 @@ func TestBuildContext(t *testing.T) {
 	}
 
 	t.Run("missing binary", func(t *testing.T) {
-		rc := newBuildContext(nodeDockerfile(), filepath.Join(t.TempDir(), "gone"))
+		rc := newBuildContext(nodeDockerfile(), filepath.Join(t.TempDir(), "gone"), nil)
 		defer rc.Close()
 		if _, err := io.ReadAll(rc); err == nil || !contains(err.Error(), "read the klab binary") {
 			t.Errorf("reading the context: %v, want an error about the binary", err)

@@ -54,6 +54,10 @@ type Options struct {
 	Behave func(cri.ContainerConfig) Behavior
 	// RecordCalls keeps the list of calls Calls returns.
 	RecordCalls bool
+	// Exec runs a command for ExecInContainer: what it writes and returns
+	// is the command's output and exit code. Nil makes every exec fail as
+	// an image without the executable does.
+	Exec func(cmd []string, streams cri.Streams) int
 	// Now stamps creation, start and exit times (time.Now when nil), so a
 	// test on a fake clock sees consistent times.
 	Now func() time.Time

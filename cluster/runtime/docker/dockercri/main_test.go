@@ -27,6 +27,7 @@ import (
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 
+	"github.com/klab-dev/klab/cluster/app/shell"
 	"github.com/klab-dev/klab/cluster/runtime/docker/labels"
 	"github.com/klab-dev/klab/internal/testenv"
 )
@@ -128,12 +129,19 @@ func buildTestImage(ctx context.Context) error {
 	}
 	var buildContext bytes.Buffer
 	tw := tar.NewWriter(&buildContext)
+	// /bin/sh, /bin/ls, ... link to the program, which then runs klab's
+	// shell, as in klab/app.
+	for _, a := range shell.Applets() {
+		if err := tw.WriteHeader(&tar.Header{Name: "rootfs/bin/" + a, Linkname: "/klabtest", Mode: 0o777, Typeflag: tar.TypeSymlink}); err != nil {
+			return err
+		}
+	}
 	for _, f := range []struct {
 		name string
 		mode int64
 		data []byte
 	}{
-		{"Dockerfile", 0o644, []byte("FROM scratch\nCOPY klabtest /klabtest\nENTRYPOINT [\"/klabtest\"]\n")},
+		{"Dockerfile", 0o644, []byte("FROM scratch\nCOPY klabtest /klabtest\nCOPY rootfs/ /\nENTRYPOINT [\"/klabtest\"]\n")},
 		{"klabtest", 0o755, program},
 	} {
 		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data))}); err != nil {

@@ -29,9 +29,16 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/klab-dev/klab/cluster/app/shell"
 )
 
 func main() {
+	// The image links /bin/sh and the other applets to this program, as
+	// klab/app links them to klab: exec runs the shell.
+	if shell.IsApplet(os.Args[0]) {
+		os.Exit(shell.Main(os.Args))
+	}
 	if len(os.Args) < 2 {
 		fail("usage: klabtest pause|sleep|echo|lines|env|exit|alloc|listen|dial [args]")
 	}
