@@ -2,6 +2,7 @@ package serviceaccount
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	core "k8s.io/client-go/testing"
@@ -123,6 +125,19 @@ func TestSyncNamespace(t *testing.T) {
 // event.
 func TestDeletedAccountQueuesItsNamespace(t *testing.T) {
 	client := fake.NewClientset()
+	// The fake's watch replays nothing: a delete made before the
+	// informer's watch is open would never reach the handler. Cache sync
+	// means the list is done, not the watch, so wait for the watch too.
+	watching := make(chan struct{})
+	var once sync.Once
+	client.PrependWatchReactor("serviceaccounts", func(action core.Action) (bool, watch.Interface, error) {
+		w, err := client.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		if err != nil {
+			return false, nil, err
+		}
+		once.Do(func() { close(watching) })
+		return true, w, nil
+	})
 	factory := informers.NewSharedInformerFactory(client, 0)
 	c, err := newController(client, factory.Core().V1().ServiceAccounts(), factory.Core().V1().Namespaces(), nil)
 	if err != nil {
@@ -133,6 +148,7 @@ func TestDeletedAccountQueuesItsNamespace(t *testing.T) {
 	defer cancel()
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
+	<-watching
 
 	sa := serviceAccount("ns1", "default")
 	if _, err := client.CoreV1().ServiceAccounts("ns1").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
