@@ -42,7 +42,7 @@ func runProbe(ctx context.Context, p *v1.Probe, c *v1.Container, podIP string, t
 	case p.TCPSocket != nil:
 		return tcpProbe(ctx, p.TCPSocket, c, podIP, timeout)
 	case p.Exec != nil:
-		return probeUnsupported, "exec probes are not supported by klab: its containers have no shell to run a command in"
+		return probeUnsupported, "exec probes are not supported by klab: its kubelet runs HTTP and TCP probes only"
 	case p.GRPC != nil:
 		return probeUnsupported, "grpc probes are not supported by klab"
 	}
