@@ -63,20 +63,22 @@ func TestStartError(t *testing.T) {
 	fx := newFixture(t)
 	sb := fx.sandbox("broken")
 	cfg := containerConfig("main")
-	cfg.Command = []string{"/bin/sh", "-c", "true"}
+	// The test image has klab's shell as /bin/sh (as klab/app does), so
+	// the missing program is one no image of klab's carries.
+	cfg.Command = []string{"/bin/no-such-program", "-c", "true"}
 	id, err := fx.rt.CreateContainer(fx.ctx(), sb.ID, cfg)
 	if err != nil {
 		t.Fatalf("CreateContainer: %v", err)
 	}
 	err = fx.rt.StartContainer(fx.ctx(), id)
-	if err == nil || !strings.Contains(err.Error(), "/bin/sh") {
-		t.Fatalf("StartContainer = %v, want an error naming /bin/sh", err)
+	if err == nil || !strings.Contains(err.Error(), "/bin/no-such-program") {
+		t.Fatalf("StartContainer = %v, want an error naming /bin/no-such-program", err)
 	}
 	st, err := fx.rt.ContainerStatus(fx.ctx(), id)
 	if err != nil {
 		t.Fatalf("ContainerStatus: %v", err)
 	}
-	if st.State != cri.StateExited || st.Reason != "StartError" || st.ExitCode == 0 || !strings.Contains(st.Message, "/bin/sh") ||
+	if st.State != cri.StateExited || st.Reason != "StartError" || st.ExitCode == 0 || !strings.Contains(st.Message, "/bin/no-such-program") ||
 		st.FinishedAt.IsZero() {
 		t.Errorf("status = %+v, want exited with reason StartError, a non-zero code, a message and a finish time", st)
 	}
