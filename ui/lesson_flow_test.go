@@ -22,10 +22,30 @@ import (
 // memberListRunner stands in for klab's own runner (cmd/klab, which a
 // test of this package cannot import) for one command: etcdctl member
 // list, answered from the cluster the command names, in etcdctl's simple
-// format. Any other command line, or one not aimed at cluster name, fails
-// the test.
+// format, and klab status, answered from each member's status. Any other
+// command line, or one not aimed at cluster name, fails the test.
 func memberListRunner(t *testing.T, name string) func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if slices.Equal(args, []string{"klab", "status", "--name=" + name}) {
+			// Step 1's act: each member's role, from its own status.
+			info, err := lab.LoadInfo(name)
+			if err != nil {
+				return err
+			}
+			cli, err := clientv3.New(clientv3.Config{Endpoints: info.EtcdEndpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+			if err != nil {
+				return err
+			}
+			defer cli.Close()
+			for _, m := range info.Members {
+				st, err := cli.Status(ctx, m.ClientURL)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(stdout, "%s leader=%x term=%d\n", m.Name, st.Leader, st.RaftTerm)
+			}
+			return nil
+		}
 		want := []string{"klab", "etcdctl", "--name=" + name, "member", "list"}
 		if !slices.Equal(args, want) {
 			t.Errorf("command line = %q, want %q", args, want)
@@ -55,9 +75,9 @@ func memberListRunner(t *testing.T, name string) func(ctx context.Context, args 
 
 // TestLessonFlow takes a lesson as a student does, on a real local
 // cluster: pick Raft leader election on the home screen with the arrow
-// keys, watch the cluster being created, see the first step pass by
-// itself once a leader is elected, go on to step 2, run a command on the
-// workspace's cluster, and quit removing the cluster. The progress file
+// keys, watch the cluster being created, pass the first step with
+// klab status in the command line once a leader is elected, run a command
+// on the workspace's cluster, go on to step 2, and quit removing the cluster. The progress file
 // in KLAB_HOME keeps step 1 done and step 2 as the current step.
 func TestLessonFlow(t *testing.T) {
 	testenv.EndToEnd(t)
@@ -97,19 +117,22 @@ func TestLessonFlow(t *testing.T) {
 	stepLine := fmt.Sprintf("Step 1/%d", steps)
 	waitFor("the workspace with the lesson pane", mark, 90*time.Second,
 		allOf(lesson.Title.English, stepLine, lesson.Steps[0].Title.English, "[2 Raft]"))
-	waitFor("step 1 done once a leader is elected", mark, 30*time.Second,
+	// Step 1's act is reading the roles: klab status, typed in the
+	// command line.
+	mark = press(":")
+	waitFor("the command line", mark, 5*time.Second, allOf("Type kubectl, etcdctl or klab commands"))
+	mark = transcript.Len()
+	tm.Type("klab status")
+	tm.Send(uitest.Key("enter"))
+	waitFor("step 1 done once a leader is elected and klab status ran", mark, 30*time.Second,
 		allOf("✓ Done — n for the next step", "followed by 3 of 3 members", "✓ Step done: "+lesson.Steps[0].Title.English))
 
-	mark = press("n")
-	waitFor("step 2", mark, 5*time.Second,
-		allOf(fmt.Sprintf("Step 2/%d", steps), lesson.Steps[1].Title.English, "… Waiting for:"))
-
+	// The command line is still open: run a command on the workspace's
+	// cluster.
 	info, err := lab.LoadInfo(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mark = press(":")
-	waitFor("the command line", mark, 5*time.Second, allOf("Type kubectl, etcdctl or klab commands"))
 	mark = transcript.Len()
 	tm.Type("etcdctl member list")
 	tm.Send(uitest.Key("enter"))
@@ -121,7 +144,11 @@ func TestLessonFlow(t *testing.T) {
 	}
 	waitFor("etcdctl's member list", mark, 20*time.Second, allOf(append(members, "$ etcdctl member list")...))
 
-	mark = press("esc", "q")
+	mark = press("esc", "n")
+	waitFor("step 2", mark, 5*time.Second,
+		allOf(fmt.Sprintf("Step 2/%d", steps), lesson.Steps[1].Title.English, "… Waiting for:"))
+
+	mark = press("q")
 	waitFor("the quit dialog", mark, 5*time.Second, allOf("Quit klab? Cluster "+name+" runs in this window.", "r  remove the cluster"))
 	press("r")
 	f.finish()
