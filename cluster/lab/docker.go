@@ -151,7 +151,14 @@ func Stop(ctx context.Context, name string, p Progress) error {
 // name, cluster.json or not: a `klab up` killed half-way leaves containers
 // and no cluster.json. It reports whether there was anything to remove.
 func removeDocker(ctx context.Context, name string, p Progress) (bool, error) {
-	if docker.Ping(ctx) != nil {
+	if err := docker.Ping(ctx); err != nil {
+		// Without the engine klab cannot see the cluster's containers.
+		// A cluster whose state dir says it runs on Docker is refused
+		// rather than forgotten: removing the state dir would leave its
+		// containers running, found by nothing but their labels.
+		if info, ierr := LoadInfo(name); ierr == nil && info.Runtime == RuntimeDocker {
+			return false, i18n.Wrap(err, "lab.err.down-no-engine", name)
+		}
 		return false, nil
 	}
 	names, err := docker.ListClusters(ctx)

@@ -266,3 +266,33 @@ func TestStatusOfStoppedCluster(t *testing.T) {
 		t.Errorf("Status of a missing cluster = %v, want ErrNotFound", err)
 	}
 }
+
+// TestDownWithoutEngine: a Docker cluster whose engine does not answer is
+// refused, its state dir kept, rather than forgotten with its containers
+// left running.
+func TestDownWithoutEngine(t *testing.T) {
+	home := testHome(t)
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-engine.sock"))
+	dir := filepath.Join(home, "ondocker")
+	os.MkdirAll(dir, 0o700)
+	info := sampleInfo()
+	info.Runtime = RuntimeDocker
+	writeInfo(dir, info)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := Down(ctx, "ondocker", false, nil)
+	if !errors.Is(err, &i18n.Error{Key: "lab.err.down-no-engine"}) || res.Removed {
+		t.Fatalf("Down with no engine = %+v, %v; want lab.err.down-no-engine and nothing removed", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, InfoFile)); err != nil {
+		t.Errorf("cluster.json gone after a refused down: %v", err)
+	}
+
+	// A local cluster needs no engine: it goes as before.
+	local := filepath.Join(home, "onlocal")
+	os.MkdirAll(local, 0o700)
+	writeInfo(local, sampleInfo())
+	if res, err := Down(ctx, "onlocal", false, nil); err != nil || !res.Removed {
+		t.Fatalf("Down of a local cluster with no engine = %+v, %v", res, err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/cluster/runtime/docker"
 )
 
 // downTimeout bounds klab down: the running process's graceful stop, then
@@ -49,6 +50,11 @@ func newDownCmd() *cobra.Command {
 				if err := downOne(ctx, cmd, name, keepData); err != nil {
 					return err
 				}
+			}
+			// Every cluster is gone: so are the images of older klab
+			// builds, which nothing else ever removes.
+			if all && !keepData && docker.Ping(ctx) == nil {
+				return pruneImages(cmd)
 			}
 			return nil
 		},

@@ -14,7 +14,7 @@ import (
 // binary ($KLAB_BINARY, else this one) now, rather than on the first
 // `klab up --runtime docker`.
 func newImageCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "image",
 		Short: i18n.T("image.short"),
 		Long:  i18n.T("image.long"),
@@ -35,4 +35,45 @@ func newImageCmd() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.AddCommand(newImagePruneCmd())
+	return cmd
+}
+
+// newImagePruneCmd is `klab image prune`: removes the images of klab builds
+// other than this one, which pile up as klab is upgraded.
+func newImagePruneCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "prune",
+		Short: i18n.T("image.prune.short"),
+		Long:  i18n.T("image.prune.long"),
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, _, err := lab.ResolveRuntime(cmd.Context(), lab.RuntimeDocker); err != nil {
+				return err
+			}
+			return pruneImages(cmd)
+		},
+	}
+}
+
+// pruneImages removes klab's images of other builds and says what it did.
+func pruneImages(cmd *cobra.Command) error {
+	out := cmd.OutOrStdout()
+	keep, err := docker.CurrentBuildID(docker.ImageOptions{BuildID: dockerBuildID()})
+	if err != nil {
+		return err
+	}
+	res, err := docker.PruneImages(cmd.Context(), docker.PruneOptions{Keep: keep})
+	for _, name := range res.Removed {
+		fmt.Fprintln(out, i18n.T("image.prune.removed", name))
+	}
+	for _, name := range res.InUse {
+		fmt.Fprintln(out, i18n.T("image.prune.in-use", name))
+	}
+	if len(res.Removed) == 0 && len(res.InUse) == 0 {
+		fmt.Fprintln(out, i18n.T("image.prune.none", keep))
+	} else {
+		fmt.Fprintln(out, i18n.T("image.prune.done", len(res.Removed), fmt.Sprintf("%.1f", float64(res.Bytes)/(1<<20)), keep))
+	}
+	return err
 }

@@ -106,3 +106,16 @@ func imageBinary(named string) (string, error) {
 	}
 	return p, nil
 }
+
+// CurrentBuildID returns the build whose images EnsureImage with these
+// options makes: opts.BuildID, else the one derived from the binary.
+func CurrentBuildID(opts ImageOptions) (string, error) {
+	if opts.BuildID != "" {
+		return opts.BuildID, nil
+	}
+	binary, err := imageBinary(opts.Binary)
+	if err != nil {
+		return "", err
+	}
+	return binaryBuildID(binary)
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
@@ -246,4 +247,88 @@ func RemoveImages(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// PruneOptions says which of klab's images PruneImages removes.
+type PruneOptions struct {
+	// Keep is the build whose images stay: the running binary's.
+	Keep string
+	// Labels narrow the images considered to those carrying all of them
+	// (tests use a label of their own); nil means every klab image.
+	Labels map[string]string
+}
+
+// PruneResult says what PruneImages did.
+type PruneResult struct {
+	// Removed names the images removed, by tag or, untagged, by short ID.
+	Removed []string
+	// InUse names the images kept because a container, running or
+	// stopped, was made from them: a cluster stopped with klab stop still
+	// needs its build's images to start again.
+	InUse []string
+	// Bytes is the space the removed images took.
+	Bytes int64
+}
+
+// PruneImages removes klab's images (io.klab.role=image) of every build
+// but opts.Keep. Images that containers still use are kept and listed, not
+// forced: the engine refuses to remove them, and that refusal is the
+// answer.
+func PruneImages(ctx context.Context, opts PruneOptions) (PruneResult, error) {
+	cli, err := newClient()
+	if err != nil {
+		return PruneResult{}, err
+	}
+	defer cli.Close()
+	if err := ping(ctx, cli); err != nil {
+		return PruneResult{}, err
+	}
+	args := filters.NewArgs(filters.Arg("label", labels.Filter(labels.Role, labels.RoleImage)))
+	for k, v := range opts.Labels {
+		args.Add("label", labels.Filter(k, v))
+	}
+	// Top-level images only: their untagged parents (build steps) go
+	// with them, and a parent listed on its own would be refused for its
+	// child, misreported as in use.
+	list, err := cli.ImageList(ctx, image.ListOptions{Filters: args})
+	if err != nil {
+		return PruneResult{}, fmt.Errorf("list klab images: %w", err)
+	}
+	var (
+		res  PruneResult
+		errs []error
+	)
+	for _, img := range list {
+		if img.Labels[labels.BuildID] == opts.Keep {
+			continue
+		}
+		name := imageName(img)
+		_, err := cli.ImageRemove(ctx, img.ID, image.RemoveOptions{PruneChildren: true})
+		switch {
+		case err == nil:
+			res.Removed = append(res.Removed, name)
+			res.Bytes += img.Size
+		case notFound(err):
+			// Removed with a parent, or by someone else meanwhile.
+		case cerrdefs.IsConflict(err):
+			res.InUse = append(res.InUse, name)
+		default:
+			errs = append(errs, fmt.Errorf("remove image %s: %w", name, err))
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// imageName names an image for people: its first tag, else its short ID.
+func imageName(img image.Summary) string {
+	for _, t := range img.RepoTags {
+		if t != "<none>:<none>" {
+			return t
+		}
+	}
+	id := strings.TrimPrefix(img.ID, "sha256:")
+	if len(id) > 12 {
+		id = id[:12]
+	}
+	return id
 }
