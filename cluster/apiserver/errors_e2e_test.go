@@ -11,6 +11,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -85,6 +86,23 @@ func TestRequestErrors(t *testing.T) {
 		big := configMap(ns, "big", map[string]string{"blob": strings.Repeat("x", 3*1024*1024+512)})
 		_, err := cms.Create(ctx, big, metav1.CreateOptions{})
 		wantStatus(t, err, 413, metav1.StatusReasonRequestEntityTooLarge, "Request entity too large: limit is 3145728")
+	})
+	t.Run("JSON patch of too many operations", func(t *testing.T) {
+		ops := strings.Repeat(`{"op":"test","path":"/metadata/name","value":"exists"},`, 10001)
+		_, err := cms.Patch(ctx, "exists", types.JSONPatchType, []byte("["+strings.TrimSuffix(ops, ",")+"]"), metav1.PatchOptions{})
+		wantStatus(t, err, 413, metav1.StatusReasonRequestEntityTooLarge,
+			"Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001")
+	})
+	t.Run("JSON patch that copies without bound", func(t *testing.T) {
+		// Fifty copies of 64 KiB, each removed again: the object stays
+		// small and valid, but the copies add up to more than the 3 MiB
+		// upstream allows a patch to copy.
+		patch := `[{"op":"add","path":"/data","value":{"a":"` + strings.Repeat("x", 64*1024) + `"}}`
+		for i := 0; i < 50; i++ {
+			patch += `,{"op":"copy","from":"/data/a","path":"/data/b"},{"op":"remove","path":"/data/b"}`
+		}
+		_, err := cms.Patch(ctx, "exists", types.JSONPatchType, []byte(patch+"]"), metav1.PatchOptions{})
+		wantStatus(t, err, 422, metav1.StatusReasonInvalid, "")
 	})
 	t.Run("object over 1 MiB", func(t *testing.T) {
 		// Under the request limit, over what a ConfigMap may hold

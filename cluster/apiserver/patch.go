@@ -15,6 +15,18 @@ import (
 	"github.com/klab-dev/klab/cluster/apiserver/registry"
 )
 
+// Upstream's limits on JSON patches (CVE-2019-1002100): at most this many
+// operations, and at most this many bytes added by copy operations, which
+// otherwise double a document with each step.
+const (
+	maxJSONPatchOperations = 10000
+	jsonPatchMaxCopyBytes  = 3 * 1024 * 1024
+)
+
+// The copy limit is the library's, process-wide, as upstream sets it; every
+// API server in a local-runtime process wants the same.
+func init() { jsonpatch.AccumulatedCopySizeLimit = jsonPatchMaxCopyBytes }
+
 func (s *Server) patch(w http.ResponseWriter, req *request) {
 	identity := func(current runtime.Object) (runtime.Object, error) { return current, nil }
 	keep := func(_, patched runtime.Object) (runtime.Object, error) { return patched, nil }
@@ -80,6 +92,10 @@ func (s *Server) patchObject(req *request, view func(runtime.Object) (runtime.Ob
 			p, err := jsonpatch.DecodePatch(data)
 			if err != nil {
 				return nil, apierrors.NewBadRequest(err.Error())
+			}
+			if len(p) > maxJSONPatchOperations {
+				return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
+					"The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(p)))
 			}
 			if result, err = p.Apply(original); err != nil {
 				return nil, unprocessable(req, err)
