@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -79,6 +80,50 @@ func TestPodContainer(t *testing.T) {
 			}
 			if err != nil || got != tc.want {
 				t.Fatalf("podContainer = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestPodLogOptions(t *testing.T) {
+	tests := []struct {
+		name    string
+		query   string
+		want    url.Values
+		wantErr string
+	}{
+		{name: "kubectl logs -f --tail", query: "follow=true&tailLines=10&container=app",
+			want: url.Values{"follow": {"true"}, "tailLines": {"10"}, "container": {"app"}}},
+		{name: "unknown parameters stay here", query: "previous=true&x=/etc/passwd",
+			want: url.Values{"previous": {"true"}}},
+		{name: "negative tail", query: "tailLines=-1",
+			wantErr: `PodLogOptions "web" is invalid: tailLines: Invalid value: -1: must be greater than or equal to 0`},
+		{name: "zero limit", query: "limitBytes=0",
+			wantErr: `PodLogOptions "web" is invalid: limitBytes: Invalid value: 0: must be greater than 0`},
+		{name: "both since", query: "sinceSeconds=5&sinceTime=2026-01-01T00:00:00Z",
+			wantErr: "Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified"},
+		{name: "since zero", query: "sinceSeconds=0",
+			wantErr: `PodLogOptions "web" is invalid: sinceSeconds: Invalid value: 0: must be greater than 0`},
+		{name: "not a number", query: "tailLines=ten", wantErr: "ten"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			q, err := url.ParseQuery(tc.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := podLogOptions(q, "web")
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !(apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)) {
+					t.Fatalf("err = %v, want Invalid or BadRequest with %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("kubelet query (-want +got):\n%s", diff)
 			}
 		})
 	}

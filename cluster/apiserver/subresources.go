@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/klab-dev/klab/cluster/apiserver/registry"
 )
@@ -256,8 +259,15 @@ func (s *Server) podLog(w http.ResponseWriter, req *request) {
 		writeError(w, req.Request, err)
 		return
 	}
+	opts, err := podLogOptions(req.URL.Query(), pod.Name)
+	if err != nil {
+		writeError(w, req.Request, err)
+		return
+	}
 	target := base.JoinPath("containerLogs", pod.Namespace, pod.Name, container)
-	target.RawQuery = req.URL.RawQuery
+	// The kubelet gets the options as decoded and checked, nothing else
+	// of the query.
+	target.RawQuery = opts.Encode()
 	out, err := http.NewRequestWithContext(req.Context(), http.MethodGet, target.String(), nil)
 	if err != nil {
 		writeError(w, req.Request, apierrors.NewInternalError(err))
@@ -285,6 +295,67 @@ func (s *Server) podLog(w http.ResponseWriter, req *request) {
 			return
 		}
 	}
+}
+
+// podLogOptions decodes and checks a pods/log query as upstream does
+// (PodLogOptions and its validation), and returns the query to send on:
+// the options it knows, in their canonical form, nothing else.
+func podLogOptions(q url.Values, pod string) (url.Values, error) {
+	out := url.Values{}
+	if c := q.Get("container"); c != "" {
+		out.Set("container", c)
+	}
+	for _, name := range []string{"follow", "previous", "timestamps", "insecureSkipTLSVerifyBackend"} {
+		v := q.Get(name)
+		if v == "" {
+			continue
+		}
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("%s: Invalid value: %q: must be true or false", name, v))
+		}
+		if on {
+			out.Set(name, "true")
+		}
+	}
+	var errs field.ErrorList
+	numbers := []struct {
+		name string
+		min  int64
+		msg  string
+	}{
+		{"tailLines", 0, "must be greater than or equal to 0"},
+		{"limitBytes", 1, "must be greater than 0"},
+		{"sinceSeconds", 1, "must be greater than 0"},
+	}
+	for _, n := range numbers {
+		v := q.Get(n.name)
+		if v == "" {
+			continue
+		}
+		i, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("%s: Invalid value: %q: must be an integer", n.name, v))
+		}
+		if i < n.min {
+			errs = append(errs, field.Invalid(field.NewPath(n.name), i, n.msg))
+		}
+		out.Set(n.name, strconv.FormatInt(i, 10))
+	}
+	if v := q.Get("sinceTime"); v != "" {
+		at, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("sinceTime: Invalid value: %q: must be an RFC 3339 time", v))
+		}
+		if out.Has("sinceSeconds") {
+			errs = append(errs, field.Forbidden(field.NewPath(""), "at most one of `sinceTime` or `sinceSeconds` may be specified"))
+		}
+		out.Set("sinceTime", at.UTC().Format(time.RFC3339))
+	}
+	if len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Kind: "PodLogOptions"}, pod, errs)
+	}
+	return out, nil
 }
 
 func derefInt32(p *int32) int32 {
