@@ -10,6 +10,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -103,6 +104,17 @@ func TestRequestErrors(t *testing.T) {
 		}
 		_, err := cms.Patch(ctx, "exists", types.JSONPatchType, []byte(patch+"]"), metav1.PatchOptions{})
 		wantStatus(t, err, 422, metav1.StatusReasonInvalid, "")
+	})
+	t.Run("request timeout", func(t *testing.T) {
+		// A deadline already past when the request reaches storage.
+		err := cs.CoreV1().RESTClient().Post().Namespace(ns).Resource("configmaps").Param("timeout", "1ns").
+			Body(configMap(ns, "late", nil)).Do(ctx).Error()
+		wantStatus(t, err, 504, metav1.StatusReasonTimeout, "")
+		if _, err := cms.Get(ctx, "late", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the timed-out create was stored anyway: get = %v", err)
+		}
+		err = cs.CoreV1().RESTClient().Get().Namespace(ns).Resource("configmaps").Param("timeout", "soon").Do(ctx).Error()
+		wantStatus(t, err, 400, metav1.StatusReasonBadRequest, `invalid timeout specified in the request URL - time: invalid duration "soon"`)
 	})
 	t.Run("object over 1 MiB", func(t *testing.T) {
 		// Under the request limit, over what a ConfigMap may hold

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/klab-dev/klab/cluster/apiserver/auth"
 	"github.com/klab-dev/klab/cluster/apiserver/registry"
+	"github.com/klab-dev/klab/cluster/internal/componentbase"
 )
 
 // ServeHTTP runs a request through authentication, authorization and the
@@ -28,10 +30,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if p == http.ErrAbortHandler {
 				panic(p)
 			}
+			componentbase.LogPanic(s.cfg.Logger, r.Method+" "+r.URL.Path, p)
 			writeError(rec, r, apierrors.NewInternalError(fmt.Errorf("panic serving %s %s: %v", r.Method, r.URL.Path, p)))
 		}
 		s.requests.Publish(newRequestEvent(info, user.Name, rec.code, time.Since(start), rec.Header().Get(headerRevision)))
 	}()
+	if !longRunning(info) {
+		timeout, err := requestTimeout(r)
+		if err != nil {
+			writeError(rec, r, err)
+			return
+		}
+		ctx, cancel := context.WithDeadline(r.Context(), start.Add(timeout))
+		defer cancel()
+		r = r.WithContext(ctx)
+	}
 
 	if isPublicPath(r.URL.Path) {
 		s.serveNonResource(rec, r, info)
@@ -65,6 +78,41 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	req := &request{Request: r, info: info, user: user, res: res}
 	s.serveResource(rec, req)
+}
+
+// longRunning reports whether a request may outlive the request timeout,
+// as upstream's BasicLongRunningRequestCheck decides: watches and the
+// streaming subresources; and klab's own event streams.
+func longRunning(info requestInfo) bool {
+	if !info.resourceRequest {
+		return strings.HasPrefix(info.path, "/debug/klab/events")
+	}
+	if info.verb == registry.VerbWatch {
+		return true
+	}
+	switch info.subresource {
+	case "attach", "exec", "proxy", "log", "portforward":
+		return true
+	}
+	return false
+}
+
+// requestTimeout is how long a request that is not long-running may take:
+// the client's ?timeout= when it asks for less than the server's limit
+// (kube-apiserver's --request-timeout, 1m), else the limit.
+func requestTimeout(r *http.Request) (time.Duration, error) {
+	value := r.URL.Query().Get("timeout")
+	if value == "" {
+		return defaultRequestTimeout, nil
+	}
+	d, err := time.ParseDuration(value)
+	if err != nil {
+		return 0, apierrors.NewBadRequest("invalid timeout specified in the request URL - " + err.Error())
+	}
+	if d > 0 && d < defaultRequestTimeout {
+		return d, nil
+	}
+	return defaultRequestTimeout, nil
 }
 
 // attributes are what authorization looks at in a request.

@@ -28,6 +28,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"reflect"
 	"sync"
@@ -46,13 +47,15 @@ import (
 
 // Defaults as upstream's kube-apiserver flags.
 const (
-	DefaultServiceCIDR   = "10.96.0.0/12"
-	DefaultNodePortBase  = 30000
-	DefaultNodePortSize  = 2768 // 30000-32767
-	DefaultSecurePort    = 6443
-	maxRequestBodyBytes  = 3 * 1024 * 1024 // --max-resource-write-bytes
-	defaultWatchTimeout  = 30 * time.Minute
-	defaultRequestTimout = 60 * time.Second
+	DefaultServiceCIDR  = "10.96.0.0/12"
+	DefaultNodePortBase = 30000
+	DefaultNodePortSize = 2768 // 30000-32767
+	DefaultSecurePort   = 6443
+	maxRequestBodyBytes = 3 * 1024 * 1024 // --max-resource-write-bytes
+	defaultWatchTimeout = 30 * time.Minute
+	// defaultRequestTimeout bounds every request that is not
+	// long-running (--request-timeout).
+	defaultRequestTimeout = 60 * time.Second
 )
 
 // Config configures one API server.
@@ -88,6 +91,9 @@ type Config struct {
 	KubeletClientCert *tls.Certificate
 	// BookmarkInterval overrides how often idle watches get a bookmark.
 	BookmarkInterval time.Duration
+	// Logger takes what goes wrong inside the server (a panic serving a
+	// request); nil discards it.
+	Logger *slog.Logger
 }
 
 // Server is a running API server.

@@ -54,8 +54,8 @@ func (m *Member) serve() {
 		grpc.MaxConcurrentStreams(math.MaxUint32),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Hour, Timeout: 20 * time.Second}),
-		grpc.ChainUnaryInterceptor(m.unaryInterceptor),
-		grpc.ChainStreamInterceptor(m.streamInterceptor),
+		grpc.ChainUnaryInterceptor(m.recoverUnary, m.unaryInterceptor),
+		grpc.ChainStreamInterceptor(m.recoverStream, m.streamInterceptor),
 		grpc.UnknownServiceHandler(func(srv any, stream grpc.ServerStream) error {
 			method, _ := grpc.MethodFromServerStream(stream)
 			return unimplemented(method)
@@ -78,7 +78,7 @@ func (m *Member) serve() {
 	mux.HandleFunc("POST /klab/lease/keepalive", m.serveLeaseForward(true))
 	mux.HandleFunc("POST /klab/lease/ttl", m.serveLeaseForward(false))
 	m.registerDebug(mux)
-	m.peerServer = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	m.peerServer = &http.Server{Handler: componentbase.Recover(m.lg, mux), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: componentbase.IdleTimeout}
 
 	m.wg.Add(1)
 	go func() {
@@ -93,7 +93,7 @@ func (m *Member) serve() {
 	if len(m.listeners) > 2 {
 		dmux := http.NewServeMux()
 		m.registerDebug(dmux)
-		m.dbgServer = &http.Server{Handler: dmux, ReadHeaderTimeout: 5 * time.Second}
+		m.dbgServer = &http.Server{Handler: componentbase.Recover(m.lg, dmux), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: componentbase.IdleTimeout}
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
@@ -112,6 +112,29 @@ func (m *Member) serve() {
 
 // unaryInterceptor holds requests while the member is paused and makes
 // Unimplemented errors say what klab supports.
+// recoverUnary and recoverStream turn a panic in a gRPC handler into a
+// logged error and an Internal status for that one call, where grpc-go
+// would let it take the whole member down.
+func (m *Member) recoverUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			componentbase.LogPanic(m.lg, info.FullMethod, p)
+			resp, err = nil, status.Errorf(codes.Internal, "klab: panic serving %s: %v", info.FullMethod, p)
+		}
+	}()
+	return handler(ctx, req)
+}
+
+func (m *Member) recoverStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			componentbase.LogPanic(m.lg, info.FullMethod, p)
+			err = status.Errorf(codes.Internal, "klab: panic serving %s: %v", info.FullMethod, p)
+		}
+	}()
+	return handler(srv, ss)
+}
+
 func (m *Member) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	if err := m.gate.pass(ctx); err != nil {
 		return nil, contextError(err)

@@ -10,6 +10,10 @@ import (
 	"time"
 )
 
+// IdleTimeout is how long every component's HTTP server keeps a
+// kept-alive connection that sends no request.
+const IdleTimeout = 90 * time.Second
+
 // ServerConfig configures a component's HTTP server.
 type ServerConfig struct {
 	// Addr is the address to listen on; "127.0.0.1:0" picks a port.
@@ -43,9 +47,13 @@ func Listen(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		ln = tls.NewListener(ln, cfg.TLS)
 	}
 	srv := &http.Server{
-		Handler:           cfg.Handler,
+		Handler:           Recover(cfg.Logger, cfg.Handler),
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(Logger(cfg.Logger).Handler(), slog.LevelDebug),
+		// A kept-alive connection that sends nothing more is closed: ten
+		// thousand idle clients must not hold ten thousand goroutines
+		// and sockets for ever.
+		IdleTimeout: IdleTimeout,
+		ErrorLog:    slog.NewLogLogger(Logger(cfg.Logger).Handler(), slog.LevelDebug),
 	}
 	if base := cfg.BaseContext; base != nil {
 		srv.BaseContext = func(net.Listener) context.Context { return base }
