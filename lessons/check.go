@@ -2,9 +2,11 @@ package lessons
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/klab-dev/klab/assets/i18n"
 )
@@ -42,6 +44,14 @@ const (
 	KindCommandSucceeded CheckKind = "command-succeeded"
 	KindNodesReady       CheckKind = "nodes-ready"
 	KindPodsRunning      CheckKind = "pods-running"
+	KindObject           CheckKind = "object"
+	KindEvent            CheckKind = "event"
+	KindAPIRequest       CheckKind = "api-request"
+	KindLeaseHolder      CheckKind = "lease-holder-changed"
+	KindNodeCondition    CheckKind = "node-condition"
+	KindNodeTaint        CheckKind = "node-taint"
+	KindProxyMode        CheckKind = "proxy-mode"
+	KindTraffic          CheckKind = "traffic"
 	KindAll              CheckKind = "all"
 	KindAny              CheckKind = "any"
 )
@@ -50,7 +60,8 @@ const (
 var CheckKinds = []CheckKind{
 	KindLeaderElected, KindLeaderChanged, KindNoLeader, KindMemberState, KindMembersRunning,
 	KindRaftClock, KindRaftMessage, KindKeyExists, KindWriteRefused, KindCommandSucceeded,
-	KindNodesReady, KindPodsRunning, KindAll, KindAny,
+	KindNodesReady, KindPodsRunning, KindObject, KindEvent, KindAPIRequest, KindLeaseHolder,
+	KindNodeCondition, KindNodeTaint, KindProxyMode, KindTraffic, KindAll, KindAny,
 }
 
 // Verdict is a check's judgement of the cluster.
@@ -97,8 +108,15 @@ type Needs struct {
 	Nodes    bool // NodeObserved
 	Pods     bool // PodObserved
 	Commands bool // CommandObserved
+	Events   bool // EventObserved
+	Requests bool // RequestObserved
+	Proxies  bool // ProxyObserved
+	Traffic  bool // TrafficObserved
 	// Keys are the etcd keys whose KeyObserved the check reads.
 	Keys []string
+	// Objects are the resources whose ObjectObserved the check reads,
+	// which the feeder watches (in every namespace).
+	Objects []schema.GroupVersionResource
 }
 
 // merge returns the needs of both.
@@ -109,13 +127,26 @@ func (n Needs) merge(o Needs) Needs {
 	n.Nodes = n.Nodes || o.Nodes
 	n.Pods = n.Pods || o.Pods
 	n.Commands = n.Commands || o.Commands
+	n.Events = n.Events || o.Events
+	n.Requests = n.Requests || o.Requests
+	n.Proxies = n.Proxies || o.Proxies
+	n.Traffic = n.Traffic || o.Traffic
 	for _, k := range o.Keys {
 		if !contains(n.Keys, k) {
 			n.Keys = append(n.Keys, k)
 		}
 	}
+	for _, r := range o.Objects {
+		if !slices.Contains(n.Objects, r) {
+			n.Objects = append(n.Objects, r)
+		}
+	}
 	return n
 }
+
+// Merge returns the needs of both: what a feeder follows for several
+// steps at once.
+func (n Needs) Merge(o Needs) Needs { return n.merge(o) }
 
 // wants reports whether obs can change a verdict of a check with these
 // needs.
@@ -135,6 +166,18 @@ func (n Needs) wants(obs Observation) bool {
 		return contains(n.Keys, o.Key)
 	case CommandObserved:
 		return n.Commands
+	case EventObserved:
+		return n.Events
+	case RequestObserved:
+		return n.Requests
+	case ProxyObserved:
+		return n.Proxies
+	case TrafficObserved:
+		return n.Traffic
+	case ObjectObserved:
+		return slices.ContainsFunc(n.Objects, func(r schema.GroupVersionResource) bool {
+			return r.GroupResource() == o.Resource
+		})
 	}
 	return false
 }
@@ -185,6 +228,22 @@ func (d *decoder) check(n *yaml.Node, path string) Check {
 		return d.nodesReady(params, p)
 	case KindPodsRunning:
 		return d.podsRunning(params, p)
+	case KindObject:
+		return d.object(params, p)
+	case KindEvent:
+		return d.event(params, p)
+	case KindAPIRequest:
+		return d.apiRequest(params, p)
+	case KindLeaseHolder:
+		return d.leaseHolder(params, p)
+	case KindNodeCondition:
+		return d.nodeCondition(params, p)
+	case KindNodeTaint:
+		return d.nodeTaint(params, p)
+	case KindProxyMode:
+		return d.proxyMode(params, p)
+	case KindTraffic:
+		return d.traffic(params, p)
 	case KindAll:
 		return d.all(params, p)
 	case KindAny:

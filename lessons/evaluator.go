@@ -25,9 +25,10 @@ func NewEvaluator() *Evaluator { return &Evaluator{now: newWorld()} }
 // the first verdict: a check about the cluster's state can hold at once.
 // A nil check judges nothing.
 func (e *Evaluator) Begin(c Check) Verdict {
-	// Commands are counted per step: those of earlier steps are dropped
-	// here, which also keeps the list short.
-	e.now.commands = nil
+	// Commands, Events, requests and traffic runs are counted per step:
+	// those of earlier steps are dropped here, which also keeps the lists
+	// short.
+	e.now.forgetStep()
 	e.start = e.now.clone()
 	e.check = c
 	e.verdict = Verdict{}
@@ -44,6 +45,12 @@ func (e *Evaluator) Begin(c Check) Verdict {
 // judges again. It returns the verdict and whether it changed, so that the
 // caller redraws only then.
 func (e *Evaluator) Observe(obs Observation) (v Verdict, changed bool) {
+	// The API servers' requests are kept only while a check reads them:
+	// a lab serves several a second, and those of a step whose check
+	// does not read them would never be.
+	if _, ok := obs.(RequestObserved); ok && !e.needs.Requests {
+		return e.verdict, false
+	}
 	e.now.apply(obs)
 	if e.check == nil || e.verdict.Passed || !e.needs.wants(obs) {
 		return e.verdict, false

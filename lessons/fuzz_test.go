@@ -2,6 +2,7 @@ package lessons
 
 import (
 	"io/fs"
+	"strings"
 	"testing"
 	"testing/fstest"
 )
@@ -14,6 +15,21 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte(framed))
 	f.Add([]byte("id: x\nprerequisites: [x]\nsteps: [{predict: {choices: [{right: true}]}}]\n"))
 	f.Add([]byte("id: x\nsteps: [{check: {all: [{all: [no-leader]}]}}]\n"))
+	// The typed checks, with their parameters good and bad.
+	for _, check := range []string{
+		"{object: {kind: pods, labels: app=web, where: ['{.status.phase} == Running', '{.spec.nodeName} exists'], min: 2, distinctNodes: 2, noneOnMasters: true}}",
+		"{object: {kind: deploy, name: web, where: '{.status.readyReplicas} >= 3', count: 1}}",
+		"{object: {kind: nodes, namespace: x, where: ['{.a[?(@.b==\"}\")]} != c']}}",
+		"{event: {reason: Scheduled, type: Normal, kind: Pod, name: web-, message: m, count: 2}}",
+		"{api-request: {verb: list, resource: pods, subresource: status, namespace: kube-system, code: 2xx, user: u}}",
+		"{lease-holder-changed: {namespace: kube-system, name: kube-scheduler}}",
+		"{node-condition: {node: worker-1, type: Ready, status: 'False', absent: true}}",
+		"{node-taint: {key: k, effect: NoSchedule}}",
+		"{proxy-mode: {mode: ipvs}}",
+		"{traffic: {minPods: 2, maxFailed: 0}}",
+	} {
+		f.Add([]byte(strings.Replace(sample, "check: leader-changed", "check: "+check, 1)))
+	}
 	f.Add([]byte("a: &a [*a]\n"))
 	f.Add([]byte("{{{{{{{{"))
 	_ = fs.WalkDir(content, "content", func(p string, d fs.DirEntry, err error) error {

@@ -3,7 +3,16 @@ package lessons
 import (
 	"maps"
 	"sort"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
+
+// maxStepEvents bounds the events (Kubernetes Events, API requests) a world
+// keeps for one step: the oldest are dropped past it. A check judges each
+// one as it arrives, so a dropped one has been judged already; only a check
+// in an all that waits for something else may miss one that old (a busy
+// lab serves a few requests a second, so several minutes' worth).
+const maxStepEvents = 4096
 
 // world is the cluster as the observations so far describe it. Checks are
 // judged on two worlds: the one when the step began and the current one.
@@ -17,6 +26,16 @@ type world struct {
 	keys  map[string]string
 	// commands are the commands that ended since the current step began.
 	commands []CommandObserved
+	// objects are the watched Kubernetes objects by resource, then by
+	// namespace/name.
+	objects map[schema.GroupResource]map[string]ObjectObserved
+	// proxies are the kube-proxies by node.
+	proxies map[string]ProxyObserved
+	// events and requests happened since the current step began; traffic
+	// is the last traffic run since then, nil if none.
+	events   []EventObserved
+	requests []RequestObserved
+	traffic  *TrafficObserved
 }
 
 func newWorld() *world {
@@ -27,7 +46,23 @@ func newWorld() *world {
 		nodes:   map[string]bool{},
 		pods:    map[string]PodObserved{},
 		keys:    map[string]string{},
+		objects: map[schema.GroupResource]map[string]ObjectObserved{},
+		proxies: map[string]ProxyObserved{},
 	}
+}
+
+// forgetStep drops what counts per step: what happened before the step
+// that begins now.
+func (w *world) forgetStep() {
+	w.commands, w.events, w.requests, w.traffic = nil, nil, nil, nil
+}
+
+// appendBounded appends v to list, dropping the oldest past maxStepEvents.
+func appendBounded[T any](list []T, v T) []T {
+	if len(list) >= maxStepEvents {
+		list = append(list[:0:0], list[len(list)-maxStepEvents+1:]...)
+	}
+	return append(list, v)
 }
 
 // apply records one observation.
@@ -63,6 +98,27 @@ func (w *world) apply(obs Observation) {
 	case CommandObserved:
 		o.Args = append([]string(nil), o.Args...)
 		w.commands = append(w.commands, o)
+	case ObjectObserved:
+		key := o.Namespace + "/" + o.Name
+		byName := w.objects[o.Resource]
+		if o.Deleted {
+			delete(byName, key)
+			return
+		}
+		if byName == nil {
+			byName = map[string]ObjectObserved{}
+			w.objects[o.Resource] = byName
+		}
+		byName[key] = o
+	case EventObserved:
+		w.events = appendBounded(w.events, o)
+	case RequestObserved:
+		w.requests = appendBounded(w.requests, o)
+	case ProxyObserved:
+		w.proxies[o.Node] = o
+	case TrafficObserved:
+		o.Pods = maps.Clone(o.Pods)
+		w.traffic = &o
 	}
 }
 
@@ -76,7 +132,22 @@ func (w *world) clone() *world {
 		pods:     maps.Clone(w.pods),
 		keys:     maps.Clone(w.keys),
 		commands: append([]CommandObserved(nil), w.commands...),
+		objects:  cloneObjects(w.objects),
+		proxies:  maps.Clone(w.proxies),
+		events:   append([]EventObserved(nil), w.events...),
+		requests: append([]RequestObserved(nil), w.requests...),
+		traffic:  w.traffic,
 	}
+}
+
+// cloneObjects copies the maps, not the objects: an object observed is
+// never changed, only replaced.
+func cloneObjects(in map[schema.GroupResource]map[string]ObjectObserved) map[schema.GroupResource]map[string]ObjectObserved {
+	out := make(map[schema.GroupResource]map[string]ObjectObserved, len(in))
+	for r, byName := range in {
+		out[r] = maps.Clone(byName)
+	}
+	return out
 }
 
 // leaders returns the members that say they lead, highest term first.

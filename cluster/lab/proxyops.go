@@ -324,10 +324,16 @@ func Traffic(ctx context.Context, name string, o TrafficOptions) (*traffic.Repor
 	if err != nil {
 		return nil, err
 	}
-	return traffic.Run(ctx, traffic.Options{
+	report, err := traffic.Run(ctx, traffic.Options{
 		Proxy: addr, Target: target, Count: o.Count, Concurrency: o.Concurrency, Timeout: o.Timeout,
 		ClientIP: o.ClientIP, OnResult: o.OnResult,
 	})
+	if err == nil {
+		// The run is kept for lessons that check it; a state dir that
+		// cannot take it costs them that, not the run its report.
+		_ = recordTraffic(name, report)
+	}
+	return report, err
 }
 
 // trafficTarget picks the address traffic to svc is sent to through node.

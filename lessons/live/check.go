@@ -95,7 +95,7 @@ func CheckLesson(ctx context.Context, l *lessons.Lesson, opts CheckOptions) (rep
 				shape = *step.Cluster
 			}
 			setup := time.Now()
-			if err := c.bringUp(ctx, shape, segmentKeys(l.Steps[i:])); err != nil {
+			if err := c.bringUp(ctx, shape, segmentNeeds(l.Steps[i:])); err != nil {
 				return rep, i18n.Wrap(err, "lessons.live.err.cluster", l.ID, step.ID, shape.Masters, shape.Workers)
 			}
 			res.Setup = time.Since(setup)
@@ -112,21 +112,25 @@ func CheckLesson(ctx context.Context, l *lessons.Lesson, opts CheckOptions) (rep
 	return rep, nil
 }
 
-// segmentKeys returns the keys the checks of steps read, up to the next
-// step that starts a new cluster: they are watched for the whole life of a
-// cluster, so that a key's value is current whenever a step begins.
-func segmentKeys(steps []*lessons.Step) []string {
-	var keys []string
+// segmentNeeds returns what the checks of steps read, up to the next step
+// that starts a new cluster: it is followed for the whole life of a
+// cluster, so that a key's value is current whenever a step begins, and
+// no request or Event is missed while a source connects.
+func segmentNeeds(steps []*lessons.Step) lessons.Needs {
+	var n lessons.Needs
 	for i, s := range steps {
 		if i > 0 && s.Cluster != nil {
 			break
 		}
 		if s.Check != nil {
-			keys = append(keys, s.Check.Needs().Keys...)
+			n = n.Merge(s.Check.Needs())
 		}
 	}
-	return keys
+	return n
 }
+
+// segmentKeys returns the etcd keys of segmentNeeds.
+func segmentKeys(steps []*lessons.Step) []string { return segmentNeeds(steps).Keys }
 
 // checker is one lesson's check: the cluster it runs on, the feed from
 // that cluster and the evaluator the feed feeds.
@@ -150,7 +154,7 @@ func (c *checker) report(rep *Report, res StepResult) {
 
 // bringUp removes the current cluster, if any, and starts one in shape,
 // with a feed of its state whose initial state has been read.
-func (c *checker) bringUp(ctx context.Context, shape lessons.Shape, keys []string) error {
+func (c *checker) bringUp(ctx context.Context, shape lessons.Shape, needs lessons.Needs) error {
 	if err := c.remove(); err != nil {
 		return err
 	}
@@ -182,7 +186,7 @@ func (c *checker) bringUp(ctx context.Context, shape lessons.Shape, keys []strin
 	}
 	c.cluster = cl
 	c.feed = StartFeed(ctx, cl.Info(), FeedOptions{Logger: c.opts.Logger})
-	c.feed.SetKeys(keys)
+	c.feed.Follow(needs)
 	c.obs = c.feed.Observations()
 	c.eval = lessons.NewEvaluator()
 	c.members = map[string]lessons.MemberObserved{}

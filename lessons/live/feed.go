@@ -17,6 +17,10 @@ import (
 // that lags that far rather than slow raft down.
 const maxPending = 8192
 
+// syncWait bounds Refresh's wait for the initial lists of the objects
+// Follow watches.
+const syncWait = 10 * time.Second
+
 // Retry delays of a source whose server does not answer (an etcd key read
 // while the cluster has no quorum, say).
 const (
@@ -59,6 +63,10 @@ type Feed struct {
 	synced chan struct{}
 
 	keys keyWatches
+	// kube are the object and Event watches Follow starts; following
+	// names the other sources it started.
+	kube      kubeWatches
+	following map[string]bool
 
 	closeOnce sync.Once
 }
@@ -97,6 +105,7 @@ func StartFeed(ctx context.Context, info *lab.Info, opts FeedOptions) *Feed {
 		synced:    make(chan struct{}),
 		noMembers: opts.NoMembers,
 		hc:        &http.Client{Timeout: time.Second, Transport: &http.Transport{}},
+		following: map[string]bool{},
 	}
 	f.keys.init(f)
 	waiting := map[string]bool{sourceNodes: true, sourcePods: true}
@@ -234,8 +243,9 @@ func (f *Feed) followMembers() {
 	}()
 }
 
-// Refresh reads every member's status now and hands it on, after
-// everything the Feed took in before. The channel it returns is closed
+// Refresh reads every member's status (and every kube-proxy's, when
+// followed) now and hands it on, after everything the Feed took in
+// before, once the objects Follow watches have their initial lists in. The channel it returns is closed
 // once that has been read from Observations, so that a reader knows its
 // picture of the members is current (a step begins on it). Without the
 // members (NoMembers) it is a plain barrier. It is closed at once if
@@ -252,9 +262,22 @@ func (f *Feed) Refresh() <-chan struct{} {
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
+		// The objects Follow watches are current once their initial
+		// lists are in (an API server that does not answer is not
+		// waited for long); the members and kube-proxies are read
+		// afresh.
+		sctx, cancel := context.WithTimeout(f.ctx, syncWait)
+		f.kube.waitSynced(sctx)
+		cancel()
 		it := item{barrier: done}
 		if !f.noMembers {
 			it.obs = f.readStatuses()
+		}
+		f.mu.Lock()
+		proxies := f.following[followProxies]
+		f.mu.Unlock()
+		if proxies {
+			it.obs = append(it.obs, f.readProxies()...)
 		}
 		if !f.send(it) {
 			close(done)

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -81,6 +82,20 @@ func (f *Feed) readyWithout(sources ...string) {
 // kubeClient returns a client of the cluster's API server on connections
 // of its own, which the Feed closes when it closes.
 func (f *Feed) kubeClient() (kubernetes.Interface, *conns, error) {
+	cfg, conns, err := f.restConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return client, conns, nil
+}
+
+// restConfig returns the admin's client configuration of the cluster, on
+// connections of its own, which the caller closes.
+func (f *Feed) restConfig() (*rest.Config, *conns, error) {
 	if f.info.Kubeconfig == "" {
 		return nil, nil, i18n.NewError("lab.err.no-kubeconfig", f.info.Name)
 	}
@@ -93,11 +108,7 @@ func (f *Feed) kubeClient() (kubernetes.Interface, *conns, error) {
 	// not one client-go shares with other clients of the same cluster.
 	conns := newConns()
 	cfg.Dial = conns.dial
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	return client, conns, nil
+	return cfg, conns, nil
 }
 
 // handler turns an informer's notifications into observations made by

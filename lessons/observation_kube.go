@@ -1,0 +1,89 @@
+package lessons
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// The observations below are what the cluster saw, whoever acted: an
+// object as a watch reports it, an Event, a request an API server served,
+// a kube-proxy's mode, a traffic run. A command typed in a second terminal
+// counts as much as one typed in the lesson's command line, since the
+// checks read its effect, not the command.
+
+// ObjectObserved is a Kubernetes object of a resource a check names, as a
+// watch of that resource last reported it. Its state replaces what was
+// known of the object before.
+type ObjectObserved struct {
+	// Resource is the object's resource and group ("pods",
+	// "deployments.apps", "leases.coordination.k8s.io").
+	Resource        schema.GroupResource
+	Namespace, Name string
+	// Object is the object's content as JSON decodes it (unstructured):
+	// the checks read it with JSONPath. The evaluator keeps it as is, so
+	// the feeder must not change it afterwards.
+	Object map[string]any
+	// Deleted says the object is gone.
+	Deleted bool
+}
+
+// EventObserved is a Kubernetes Event that was recorded, or recorded again
+// (its count went up), since whoever feeds it started watching. Events are
+// counted from the moment a step begins.
+type EventObserved struct {
+	Namespace string
+	// Reason and Type are the Event's: Scheduled, Killing, ...; Normal or
+	// Warning.
+	Reason, Type string
+	// Kind and Name are the involved (regarding) object's.
+	Kind, Name string
+	Message    string
+}
+
+// RequestObserved is a request one API server served, as its request
+// stream (/debug/klab/events) reports it. Requests are counted from the
+// moment a step begins, and only while the check being judged reads them.
+type RequestObserved struct {
+	// Server is the node whose API server served the request.
+	Server      string
+	Verb        string
+	Resource    string
+	Subresource string
+	Namespace   string
+	Name        string
+	// User is the authenticated user's name (kubernetes-admin,
+	// system:kube-scheduler, ...).
+	User string
+	Code int
+	Time time.Time
+}
+
+// ProxyObserved is one node's kube-proxy as its /debug/klab/status last
+// answered: the mode it runs, or that it did not answer.
+type ProxyObserved struct {
+	Node string
+	// Mode is the running mode: iptables, ipvs, nftables, userspace...
+	Mode string
+	// Unreachable says the kube-proxy did not answer.
+	Unreachable bool
+}
+
+// TrafficObserved is a traffic run (klab traffic) that ended. Only the last
+// run since the step began counts.
+type TrafficObserved struct {
+	// Target is where the traffic went (a ClusterIP or NodePort address).
+	Target string
+	// Requests and Failed count the run's requests and those that got no
+	// answer.
+	Requests, Failed int
+	// Pods are the pods that answered (namespace/name), each with how many
+	// requests it answered.
+	Pods map[string]int
+}
+
+func (ObjectObserved) observation()  {}
+func (EventObserved) observation()   {}
+func (RequestObserved) observation() {}
+func (ProxyObserved) observation()   {}
+func (TrafficObserved) observation() {}
