@@ -83,6 +83,9 @@ type StaticPod struct {
 	// Ports are the container's ports (host ports: static pods use the
 	// host network).
 	Ports []v1.ContainerPort
+	// Labels are added to the mirror pod's own (component, tier): the
+	// cluster DNS's k8s-app=kube-dns, which its Service selects.
+	Labels map[string]string
 }
 
 // validate checks a configuration and fills in defaults.

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -79,7 +80,7 @@ type staticState struct {
 func (m *mirrorManager) mirrorName(sp StaticPod) string { return sp.Name + "-" + m.k.cfg.NodeName }
 
 func staticHash(sp StaticPod) string {
-	sum := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|%s|%v", sp.Name, sp.Image, sp.HealthURL, sp.Ports)))
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|%s|%v|%v", sp.Name, sp.Image, sp.HealthURL, sp.Ports, sp.Labels)))
 	return hex.EncodeToString(sum[:16])
 }
 
@@ -275,10 +276,12 @@ func (m *mirrorManager) mirrorPod(st *staticState) *v1.Pod {
 		Name: st.spec.Name, Image: st.spec.Image, ImagePullPolicy: v1.PullIfNotPresent,
 		Ports: st.spec.Ports, ReadinessProbe: healthProbe(st.spec.HealthURL),
 	}
+	labels := map[string]string{"component": st.spec.Name, "tier": "control-plane"}
+	maps.Copy(labels, st.spec.Labels)
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: m.mirrorName(st.spec), Namespace: metav1.NamespaceSystem,
-			Labels: map[string]string{"component": st.spec.Name, "tier": "control-plane"},
+			Labels: labels,
 			Annotations: map[string]string{
 				annotationConfigHash: st.hash, annotationConfigMirror: st.hash,
 				annotationConfigSeen:   k.clock.Now().UTC().Format(time.RFC3339Nano),

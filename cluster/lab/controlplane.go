@@ -87,6 +87,9 @@ func (b *bringUp) kubeletSpec(n runtime.Node) (runtime.ComponentSpec, error) {
 			{Name: runtime.ComponentControllerManager, Image: nodeImage, HealthURL: "http://" + hostPort(n, "controller-manager") + "/healthz"},
 			{Name: runtime.ComponentScheduler, Image: nodeImage, HealthURL: "http://" + hostPort(n, "scheduler") + "/healthz"},
 		}
+		if n.Ports["dns"] != 0 {
+			spec.StaticPods = append(spec.StaticPods, dnsStaticPod(n))
+		}
 	}
 	return runtime.ComponentSpec{Kubelet: spec}, nil
 }

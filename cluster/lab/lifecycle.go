@@ -14,7 +14,8 @@ import (
 // upSteps brings a cluster up, in kubeadm's order: the nodes, the etcd
 // members and their first leader, the certificates, the API servers (and
 // the load balancer in front of several), the kubeconfigs, the control
-// loops, a kubelet and a kube-proxy on every node, and, once every node is
+// loops, a kubelet and a kube-proxy on every node, the cluster DNS on the
+// masters, and, once every node is
 // Ready, cluster.json. Up runs it for a new cluster or one kept on disk,
 // and Start for a stopped Docker cluster, whose components exist already
 // and are only started.
@@ -49,6 +50,9 @@ var upSteps = []step{
 	}},
 	{title: countTitle("up.step.kube-proxies", nodes), run: (*bringUp).ensureProxyConfig, on: nodes, components: []stepComponent{
 		{runtime.ComponentKubeProxy, (*bringUp).kubeProxySpec},
+	}},
+	{title: (*bringUp).dnsTitle, skip: noDNSPorts, run: (*bringUp).ensureDNSAddon, on: masters, components: []stepComponent{
+		{runtime.ComponentDNS, (*bringUp).dnsSpec},
 	}},
 	{title: countTitle("up.step.nodes-ready", nodes), run: (*bringUp).waitNodesReady},
 	{title: pathTitle("up.step.info", InfoFile), run: (*bringUp).writeInfo},

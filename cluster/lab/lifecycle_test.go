@@ -18,11 +18,16 @@ import (
 )
 
 // infoOfShape returns the cluster.json of a cluster of that shape, with
-// nodes and no addresses: all the steps' topology and titles need.
+// nodes, their default ports and no addresses: all the steps' topology and
+// titles need.
 func infoOfShape(rt string, masters, workers int) *Info {
 	info := &Info{Name: "shape", Runtime: rt, Spec: Spec{Name: "shape", Masters: masters, Workers: workers, Runtime: rt}}
+	ports := map[string]int{}
+	for _, p := range masterPorts() {
+		ports[p.Name] = p.Default
+	}
 	for i := range masters {
-		info.Nodes = append(info.Nodes, runtime.Node{Name: "master-" + strconv.Itoa(i+1), Role: runtime.RoleMaster, Index: i + 1})
+		info.Nodes = append(info.Nodes, runtime.Node{Name: "master-" + strconv.Itoa(i+1), Role: runtime.RoleMaster, Index: i + 1, Ports: ports})
 	}
 	for i := range workers {
 		info.Nodes = append(info.Nodes, runtime.Node{Name: "worker-" + strconv.Itoa(i+1), Role: runtime.RoleWorker, Index: i + 1})
@@ -40,7 +45,7 @@ func infoOfShape(rt string, masters, workers int) *Info {
 func TestTopology(t *testing.T) {
 	controlPlane := []string{
 		runtime.ComponentEtcd, runtime.ComponentAPIServer, runtime.ComponentScheduler,
-		runtime.ComponentControllerManager, runtime.ComponentKubelet, runtime.ComponentKubeProxy,
+		runtime.ComponentControllerManager, runtime.ComponentKubelet, runtime.ComponentKubeProxy, runtime.ComponentDNS,
 	}
 	node := []string{runtime.ComponentKubelet, runtime.ComponentKubeProxy}
 	tests := []struct {
@@ -65,6 +70,15 @@ func TestTopology(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a cluster made before the cluster DNS runs without it", func(t *testing.T) {
+		info := infoOfShape(RuntimeDocker, 1, 0)
+		info.Nodes[0].Ports = map[string]int{"apiserver": 6443}
+		got := attached(newCluster(info.Spec, "/state/shape", nil), info).topology(upSteps)
+		want := []nodeComponents{{"master-1", controlPlane[:len(controlPlane)-1]}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("topology (-want +got):\n%s", diff)
+		}
+	})
 }
 
 // TestStepTitles reads the step table as the CLI prints it, for Up in
@@ -103,6 +117,7 @@ func TestStepTitles(t *testing.T) {
 			"Starting the schedulers and controller managers (1 each)",
 			"Starting the kubelets (2)",
 			"Starting the kube-proxies (2, mode from ConfigMap kube-system/kube-proxy)",
+			"Starting the cluster DNS (1, Service kube-system/kube-dns at 10.96.0.10)",
 			"Waiting for every node to be Ready (2)",
 			"Writing /s/cluster.json",
 		}},
@@ -119,6 +134,7 @@ func TestStepTitles(t *testing.T) {
 			"Starting the schedulers and controller managers (3 each)",
 			"Starting the kubelets (3)",
 			"Starting the kube-proxies (3, mode from ConfigMap kube-system/kube-proxy)",
+			"Starting the cluster DNS (3, Service kube-system/kube-dns at 10.96.0.10)",
 			"Waiting for every node to be Ready (3)",
 			"Writing /s/cluster.json",
 		}},
@@ -138,6 +154,7 @@ func TestStepTitles(t *testing.T) {
 			"Starting the schedulers and controller managers (3 each)",
 			"Starting the kubelets (3)",
 			"Starting the kube-proxies (3, mode from ConfigMap kube-system/kube-proxy)",
+			"Starting the cluster DNS (3, Service kube-system/kube-dns at 10.96.0.10)",
 			"Waiting for every node to be Ready (3)",
 			"Writing /s/cluster.json",
 		}},

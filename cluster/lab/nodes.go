@@ -28,6 +28,7 @@ func masterPorts() []runtime.Port {
 		{Name: "apiserver", Default: apiServerPort}, {Name: "kubelet", Default: kubeletPort},
 		{Name: "scheduler", Default: schedulerPort}, {Name: "controller-manager", Default: controllerManagerPort},
 		{Name: "proxy", Default: kubeProxyPort},
+		{Name: "dns", Default: dnsPort}, {Name: "dns-metrics", Default: dnsMetricsPort},
 	}
 }
 

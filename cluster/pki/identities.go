@@ -32,6 +32,7 @@ func wantedIdentities(nodes []string) ([]Identity, error) {
 		{Name: auth.KubeScheduler},
 		{Name: auth.KubeControllerManager},
 		{Name: auth.KubeProxy},
+		{Name: auth.CoreDNS, Groups: []string{auth.ServiceAccountsGroup, auth.ServiceAccountsGroup + ":kube-system"}},
 	}
 	seen := make(map[string]bool)
 	for _, node := range nodes {

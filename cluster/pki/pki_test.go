@@ -118,6 +118,7 @@ func TestEnsureCreates(t *testing.T) {
 		{"system:kube-scheduler", nil},
 		{"system:kube-controller-manager", nil},
 		{"system:kube-proxy", nil},
+		{"system:serviceaccount:kube-system:coredns", []string{"system:serviceaccounts", "system:serviceaccounts:kube-system"}},
 		{"system:node:master-1", []string{"system:nodes"}},
 		{"system:node:worker-1", []string{"system:nodes"}},
 	}
@@ -290,7 +291,7 @@ func TestEnsureRefusesToReplaceStoredState(t *testing.T) {
 				_, err = f.WriteString("only-a-token\n")
 				return err
 			},
-			wantErr: "tokens.csv:8: token file must have at least 3 columns",
+			wantErr: "tokens.csv:9: token file must have at least 3 columns",
 		},
 	}
 	for _, tt := range tests {

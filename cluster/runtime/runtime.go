@@ -51,6 +51,9 @@ const (
 	ComponentControllerManager = "kube-controller-manager"
 	ComponentKubelet           = "kubelet"
 	ComponentKubeProxy         = "kube-proxy"
+	// ComponentDNS is the cluster DNS, named as kubeadm names its
+	// Deployment (klab runs its own server in CoreDNS's place).
+	ComponentDNS = "coredns"
 )
 
 // Ref addresses one component on one node, written "<node>/<component>"
@@ -168,12 +171,14 @@ type ComponentSpec struct {
 	Kubelet *KubeletSpec
 	// KubeProxy runs a kube-proxy.
 	KubeProxy *KubeProxySpec
+	// DNS runs the cluster DNS.
+	DNS *DNSSpec
 }
 
 // Validate checks that the spec names exactly one thing to run.
 func (s ComponentSpec) Validate() error {
 	set := 0
-	for _, present := range []bool{s.Etcd != nil, s.APIServer != nil, s.LB != nil, s.Scheduler != nil, s.ControllerManager != nil, s.Kubelet != nil, s.KubeProxy != nil} {
+	for _, present := range []bool{s.Etcd != nil, s.APIServer != nil, s.LB != nil, s.Scheduler != nil, s.ControllerManager != nil, s.Kubelet != nil, s.KubeProxy != nil, s.DNS != nil} {
 		if present {
 			set++
 		}
@@ -204,6 +209,8 @@ func (s ComponentSpec) ServeAddr() string {
 		return s.Kubelet.Listen
 	case s.KubeProxy != nil:
 		return s.KubeProxy.Listen
+	case s.DNS != nil:
+		return s.DNS.Listen
 	}
 	return ""
 }
@@ -341,12 +348,36 @@ type KubeProxySpec struct {
 	PodCIDR string `json:"podCIDR"`
 }
 
+// DNSSpec describes the cluster DNS server.
+type DNSSpec struct {
+	ClientSpec
+	// Listen is host:port of the DNS server, UDP and TCP.
+	Listen string `json:"listen"`
+	// MetricsListen is host:port of its HTTP endpoint: /metrics, /health,
+	// /ready and /debug/klab/status.
+	MetricsListen string `json:"metricsListen"`
+	// Domain is the cluster domain; cluster.local when empty.
+	Domain string `json:"domain,omitempty"`
+}
+
 // StaticPodSpec is a control-plane component a kubelet reports as a mirror
 // pod, healthy while HealthURL answers.
 type StaticPodSpec struct {
 	Name      string `json:"name"`
 	Image     string `json:"image"`
 	HealthURL string `json:"healthURL"`
+	// Labels are added to the mirror pod's (the cluster DNS's
+	// k8s-app=kube-dns, which its Service selects); Ports are its
+	// container's ports.
+	Labels map[string]string `json:"labels,omitempty"`
+	Ports  []ContainerPort   `json:"ports,omitempty"`
+}
+
+// ContainerPort is a named port of a static pod's container.
+type ContainerPort struct {
+	Name     string `json:"name"`
+	Port     int32  `json:"port"`
+	Protocol string `json:"protocol"`
 }
 
 // APIServerSpec describes an API server.

@@ -36,6 +36,7 @@ func newComponentCmd() *cobra.Command {
 		newComponentControllerManagerCmd(),
 		newComponentKubeletCmd(),
 		newComponentKubeProxyCmd(),
+		newComponentDNSCmd(),
 		newComponentPauseCmd(),
 		newComponentAppCmd(),
 	)

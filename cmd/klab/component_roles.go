@@ -152,6 +152,17 @@ func newComponentKubeProxyCmd() *cobra.Command {
 	}.command()
 }
 
+func newComponentDNSCmd() *cobra.Command {
+	return specCommand[runtime.DNSSpec]{
+		name:     runtime.ComponentDNS,
+		short:    i18n.T("component.coredns.short"),
+		required: []string{"apiServer", "pkiDir", "listen"},
+		start: func(ctx context.Context, node string, spec runtime.DNSSpec, logger *slog.Logger) (components.Process, func(), error) {
+			return noRelease(components.DNS(ctx, node, spec, nil, logger))
+		},
+	}.command()
+}
+
 // newPodRuntime gives `klab component kubelet` the container runtime its
 // pods run in: Docker's, through the engine's socket that the Docker runtime
 // mounts into kubelet containers only, configured by the KLAB_* variables it

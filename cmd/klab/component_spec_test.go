@@ -106,7 +106,7 @@ func kubeletSpecsEqual(a, b runtime.KubeletSpec) bool {
 		return false
 	}
 	for i := range a.StaticPods {
-		if a.StaticPods[i] != b.StaticPods[i] {
+		if !reflect.DeepEqual(a.StaticPods[i], b.StaticPods[i]) {
 			return false
 		}
 	}
@@ -128,6 +128,7 @@ func TestSpecFieldsMatchJSON(t *testing.T) {
 		runtime.ComponentControllerManager: &runtime.ControllerManagerSpec{},
 		runtime.ComponentKubelet:           &runtime.KubeletSpec{},
 		runtime.ComponentKubeProxy:         &runtime.KubeProxySpec{},
+		runtime.ComponentDNS:               &runtime.DNSSpec{},
 	}
 	for name, spec := range specs {
 		t.Run(name, func(t *testing.T) {

@@ -24,6 +24,10 @@ const (
 	KubeControllerManager = "system:kube-controller-manager"
 	// KubeProxy is kube-proxy's user name.
 	KubeProxy = "system:kube-proxy"
+	// CoreDNS is the cluster DNS's user name: the kube-system/coredns
+	// service account, which kubeadm's CoreDNS Deployment runs as and
+	// which klab's DNS server authenticates as with a token of its own.
+	CoreDNS = ServiceAccountUsernamePrefix + "kube-system:coredns"
 
 	// AdminUser is the user of the kubeconfig klab writes; kubeadm names
 	// its admin the same.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -127,7 +129,7 @@ func (r *Runtime) ExecInContainer(ctx context.Context, id string, cmd []string, 
 	code, err := shell.Run(ctx, shell.Config{
 		Root: sb.rootDir, Env: containerEnv(r.cfg.NodeName, sb, c.cfg), Hostname: hostname,
 		Stdin: streams.Stdin, Stdout: streams.Stdout, Stderr: streams.Stderr, TTY: streams.TTY,
-		Processes: c.processes, Kill: c.signal,
+		Processes: c.processes, Kill: c.signal, Dial: r.podDial(sb),
 	}, cmd)
 	if err != nil {
 		// runc's words for a program the image does not have.
@@ -179,4 +181,16 @@ func (r *Runtime) AttachContainer(ctx context.Context, id string, streams cri.St
 	case <-ctx.Done():
 	}
 	return nil
+}
+
+// podDial is how the shell of a pod connects: through Config.Dial from the
+// pod's address, or directly.
+func (r *Runtime) podDial(sb *sandbox) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if r.cfg.Dial == nil {
+		return nil
+	}
+	source, _ := netip.ParseAddr(sb.ip)
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return r.cfg.Dial(ctx, source, network, addr)
+	}
 }

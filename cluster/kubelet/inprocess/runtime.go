@@ -1,12 +1,15 @@
 package inprocess
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -53,6 +56,11 @@ type Config struct {
 	MemoryCapacity int64
 	// Logger receives the runtime's own logs; nil discards them.
 	Logger *slog.Logger
+	// Dial connects the network tools of a pod's shell (wget, curl,
+	// nslookup) from source, the pod's address, to addr: the local
+	// runtime's reaches ClusterIPs through the node's kube-proxy. nil dials
+	// directly.
+	Dial func(ctx context.Context, source netip.Addr, network, addr string) (net.Conn, error)
 }
 
 // Runtime runs a node's containers inside the klab process. It implements

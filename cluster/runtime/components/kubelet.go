@@ -77,7 +77,11 @@ func nodeCapacity(spec runtime.KubeletSpec) (corev1.ResourceList, error) {
 func staticPods(specs []runtime.StaticPodSpec) []kubelet.StaticPod {
 	var static []kubelet.StaticPod
 	for _, sp := range specs {
-		static = append(static, kubelet.StaticPod{Name: sp.Name, Image: sp.Image, HealthURL: sp.HealthURL})
+		var ports []corev1.ContainerPort
+		for _, p := range sp.Ports {
+			ports = append(ports, corev1.ContainerPort{Name: p.Name, ContainerPort: p.Port, HostPort: p.Port, Protocol: corev1.Protocol(p.Protocol)})
+		}
+		static = append(static, kubelet.StaticPod{Name: sp.Name, Image: sp.Image, HealthURL: sp.HealthURL, Ports: ports, Labels: sp.Labels})
 	}
 	return static
 }

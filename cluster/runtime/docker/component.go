@@ -207,6 +207,10 @@ func commandFor(spec runtime.ComponentSpec, nodeCIDR string) (componentRun, erro
 			s.PodCIDR = nodeCIDR
 		}
 		name, v = runtime.ComponentKubeProxy, s
+	case spec.DNS != nil:
+		s := *spec.DNS
+		pki, s.PKIDir = s.PKIDir, pkiInContainer
+		name, v = runtime.ComponentDNS, s
 	}
 	// An etcd member is the API server's store, not its client: it alone
 	// needs no PKI.

@@ -81,6 +81,7 @@ func (r *Runtime) startControllerManager(ctx context.Context, ref runtime.Ref, s
 func (r *Runtime) startKubelet(ctx context.Context, ref runtime.Ref, spec runtime.KubeletSpec, logger *slog.Logger) (process, error) {
 	pods, err := inprocess.New(inprocess.Config{
 		NodeName: ref.Node, PodCIDR: spec.PodCIDR, LogDir: filepath.Join(r.NodeDir(ref.Node), "pods"), Logger: logger,
+		Dial: r.podDial(ref.Node),
 	})
 	if err != nil {
 		return nil, err
@@ -96,5 +97,14 @@ func (r *Runtime) startKubelet(ctx context.Context, ref runtime.Ref, spec runtim
 func (r *Runtime) startKubeProxy(ctx context.Context, ref runtime.Ref, spec runtime.KubeProxySpec, logger *slog.Logger) (process, error) {
 	return r.startBehindGate(ref.Node, nil, func(dial components.DialFunc) (components.Process, error) {
 		return components.KubeProxy(ctx, ref.Node, spec, dial, logger)
+	})
+}
+
+// startDNS runs the cluster DNS; its watches go through the gate, so a
+// partitioned master's DNS answers from what it saw last, as a real one
+// would.
+func (r *Runtime) startDNS(ctx context.Context, ref runtime.Ref, spec runtime.DNSSpec, logger *slog.Logger) (process, error) {
+	return r.startBehindGate(ref.Node, nil, func(dial components.DialFunc) (components.Process, error) {
+		return components.DNS(ctx, ref.Node, spec, dial, logger)
 	})
 }

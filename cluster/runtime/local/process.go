@@ -50,6 +50,8 @@ func (r *Runtime) startProcess(ctx context.Context, spec runtime.ComponentSpec, 
 		return r.startKubelet(ctx, spec.Ref, *spec.Kubelet, logger)
 	case spec.KubeProxy != nil:
 		return r.startKubeProxy(ctx, spec.Ref, *spec.KubeProxy, logger)
+	case spec.DNS != nil:
+		return r.startDNS(ctx, spec.Ref, *spec.DNS, logger)
 	}
 	return nil, fmt.Errorf("component %s has nothing to run", spec.Ref)
 }
