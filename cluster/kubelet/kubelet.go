@@ -48,12 +48,12 @@ type Kubelet struct {
 	// services holds every Service, for the containers' service
 	// environment variables.
 	services cache.SharedIndexInformer
-	workers     *podWorkers
-	statuses    *statusManager
-	probes      *probeManager
-	reasons     *reasonCache
-	mirrors     *mirrorManager
-	authn       *tokenAuthenticator
+	workers  *podWorkers
+	statuses *statusManager
+	probes   *probeManager
+	reasons  *reasonCache
+	mirrors  *mirrorManager
+	authn    *tokenAuthenticator
 
 	nodeMu sync.Mutex
 	// node is the Node as the API server last returned it.
