@@ -69,6 +69,7 @@ func APIServer(ctx context.Context, ref runtime.Ref, spec runtime.APIServerSpec,
 		AdvertiseAddress:  spec.AdvertiseAddress,
 		KubeletCA:         p.CertPool(),
 		KubeletClientCert: &kubeletCert,
+		Logger:            logger,
 	})
 	if err == nil {
 		err = srv.Start(ctx)
