@@ -18,10 +18,12 @@
 //   - the app tells its memory accounter before it allocates; past the
 //     container's memory limit (or the node's memory), the allocation is
 //     refused and the app stops at once: exit code 137, reason OOMKilled;
-//   - a command klab/app cannot run (`sh -c ...`) fails the start as
-//     containerd does: reason StartError, exit code 128, and a message
-//     saying what the image contains. A container's process is the app:
-//     a Job's pod runs it with --exit-after (and --exit-code).
+//   - a command naming one of the shell's tools (`sh -c ...`, `sleep
+//     3600`) runs in klab's shell, as the tools linked in klab/app's /bin
+//     do in Docker; any other command klab/app cannot run fails the start
+//     as containerd does: reason StartError, exit code 128, and a message
+//     saying what the image contains. Otherwise a container's process is
+//     the app: a Job's pod runs it with --exit-after (and --exit-code).
 //
 // Exec runs klab's shell (cluster/app/shell: mvdan.cc/sh with the everyday
 // tools built in) in the klab process, over the pod's filesystem: a

@@ -14,9 +14,10 @@ import (
 )
 
 // process is what a container runs as its PID 1: the app with its
-// arguments, or, for the stand-in of a shell image (busybox, alpine,
-// ubuntu) or a web image given another command, klab's shell running
-// the container's command line.
+// arguments, or klab's shell running the container's command line (a
+// command naming one of the shell's tools, the stand-in of a shell image:
+// busybox, alpine, ubuntu, or a web image's stand-in given another
+// command).
 type process struct {
 	appArgs   []string
 	shellArgv []string
@@ -34,6 +35,17 @@ func (p process) String() string {
 // stand-in), command and args; an error is a start failure.
 func (c *container) process() (process, error) {
 	if c.cfg.StandIn == "" {
+		// klab's images link sh, sleep and the other tools to klab's
+		// shell, so a command line naming one runs in the shell, as it
+		// does in the Docker runtime; anything else is the app.
+		argv := slices.Concat(c.cfg.Command, c.cfg.Args)
+		if len(c.cfg.Command) == 0 {
+			argv = slices.Concat(entrypoints[c.image.repo], c.cfg.Args)
+		}
+		if len(argv) > 0 && shell.IsApplet(argv[0]) {
+			argv[0] = path.Base(argv[0])
+			return process{shellArgv: argv}, nil
+		}
 		args, err := appArgs(c.image, c.cfg.Command, c.cfg.Args)
 		return process{appArgs: args}, err
 	}

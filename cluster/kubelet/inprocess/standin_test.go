@@ -27,13 +27,17 @@ func TestStandInShell(t *testing.T) {
 		{name: "ubuntu's bash -c", image: "ubuntu:24.04", command: []string{"bash", "-c", "echo ok"}, wantLog: "ok"},
 		{name: "nginx given a shell command", image: "nginx", args: []string{"sh", "-c", "echo not a server"}, wantLog: "not a server"},
 		{name: "missing program", image: "busybox", command: []string{"nosuchtool"}, wantCode: 127, wantLog: "nosuchtool"},
+		{name: "klab/app runs its shell tools too", image: "klab/app:v1", command: []string{"sh", "-c", "echo from klab/app; exit 2"}, wantCode: 2, wantLog: "from klab/app"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rt := newTestRuntime(t)
 			sb := runPod(t, rt, "shelly")
 			cfg := appContainer("shelly", "main")
-			cfg.Image, cfg.StandIn, cfg.Command, cfg.Args = tt.image, strings.Split(strings.Split(tt.image, ":")[0], "/")[0], tt.command, tt.args
+			cfg.Image, cfg.Command, cfg.Args = tt.image, tt.command, tt.args
+			if !strings.HasPrefix(tt.image, "klab/") {
+				cfg.StandIn = strings.Split(tt.image, ":")[0]
+			}
 			id := create(t, rt, sb, cfg)
 			if err := rt.StartContainer(context.Background(), id); err != nil {
 				t.Fatal(err)
