@@ -91,8 +91,8 @@ type Config struct {
 	KubeletClientCert *tls.Certificate
 	// BookmarkInterval overrides how often idle watches get a bookmark.
 	BookmarkInterval time.Duration
-	// Logger takes what goes wrong inside the server (a panic serving a
-	// request); nil discards it.
+	// Logger receives what the server reports: a panic serving a request,
+	// what its background loops see (nil: nothing is logged).
 	Logger *slog.Logger
 }
 
@@ -122,6 +122,12 @@ type Server struct {
 	kubeletTransport *http.Transport
 	podTransport     *http.Transport
 
+	// endpoints keeps this server in the kubernetes Service's endpoints
+	// (nil when its address is no IP to advertise); stopEndpoints ends
+	// its loop.
+	endpoints     *endpointReconciler
+	stopEndpoints context.CancelFunc
+
 	server *componentbase.Server
 	life   *componentbase.Lifecycle
 }
@@ -145,6 +151,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.BookmarkInterval == 0 {
 		cfg.BookmarkInterval = storage.DefaultBookmarkInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
 		cfg:      cfg,
@@ -206,7 +215,32 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.server = server
 	s.life.Go(func() { server.Serve(s.life.Fail) })
+	s.startEndpointReconciler()
 	return nil
+}
+
+// startEndpointReconciler starts keeping this server in the kubernetes
+// Service's endpoints, at its advertised address (else the one it is
+// bound to). A server on no address a pod could reach (a wildcard) is
+// left out, and says so in its log.
+func (s *Server) startEndpointReconciler() {
+	addr := s.cfg.AdvertiseAddress
+	if addr == "" {
+		addr = s.server.Addr()
+	}
+	r, err := newEndpointReconciler(s, addr)
+	if err != nil {
+		s.logf("the kubernetes service will not list this api server: %v", err)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.endpoints, s.stopEndpoints = r, cancel
+	s.life.Go(func() { r.run(ctx) })
+}
+
+// logf logs a background loop's trouble.
+func (s *Server) logf(format string, args ...any) {
+	s.cfg.Logger.Warn(fmt.Sprintf(format, args...), "apiserver", s.cfg.Name)
 }
 
 // Addr returns the address the server listens on.
@@ -230,6 +264,19 @@ func (s *Server) Kill() { s.life.Kill() }
 func (s *Server) shutdown(graceful bool) {
 	if s.server == nil {
 		return
+	}
+	if s.stopEndpoints != nil {
+		s.stopEndpoints()
+		<-s.endpoints.done
+		if graceful {
+			// Off the endpoints before going, so that no pod is sent to
+			// a server that is gone (upstream's RemoveEndpoints).
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			if err := s.endpoints.remove(ctx); err != nil {
+				s.logf("remove this api server from the kubernetes service: %v", err)
+			}
+			cancel()
+		}
 	}
 	// The watch cache goes first: its watches end, so their requests
 	// finish and a graceful shutdown need not wait for them.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/klab-dev/klab/cluster/app/standin"
 )
 
 // config is the app's behaviour, from its flags and environment.
@@ -35,6 +37,11 @@ type config struct {
 	memoryGrowInterval time.Duration
 
 	logRequests bool
+
+	// standIn, when set, is the tutorial image the app stands in for
+	// (nginx, httpd): it listens on port 80 unless told otherwise and
+	// answers GET / with a welcome page (see welcome.go).
+	standIn string
 
 	// switches lists the switches that differ from their defaults as
 	// name=value, for the startup line: a student reading the log sees how
@@ -65,6 +72,7 @@ func flagSet(cfg *config, output io.Writer) *flag.FlagSet {
 	cfg.memoryGrowInterval = time.Second
 	fs.Var((*duration)(&cfg.memoryGrowInterval), "memory-grow-interval", "interval for --memory-grow")
 	fs.BoolVar(&cfg.logRequests, "log-requests", true, "log one line per request")
+	fs.StringVar(&cfg.standIn, "stand-in", "", "serve a welcome page on port 80 in place of this web server image (nginx, httpd)")
 	return fs
 }
 
@@ -102,6 +110,16 @@ func parseConfig(args []string, env map[string]string, output io.Writer) (config
 	if err := errors.Join(errs...); err != nil {
 		fmt.Fprintln(output, err)
 		return config{}, err
+	}
+	if cfg.standIn != "" {
+		if img, ok := standin.Lookup(cfg.standIn); !ok || img.Kind != standin.Web {
+			err := fmt.Errorf("invalid stand-in %q: klab stands in for the web servers nginx and httpd", cfg.standIn)
+			fmt.Fprintln(output, err)
+			return config{}, err
+		}
+		if _, fromEnv := env[envName("port")]; !given["port"] && !fromEnv {
+			cfg.port = standInPort
+		}
 	}
 	if cfg.port < 1 || cfg.port > 65535 {
 		err := fmt.Errorf("invalid port %d: want 1 to 65535", cfg.port)

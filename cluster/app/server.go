@@ -124,6 +124,11 @@ func (s *server) serveRoot(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if s.cfg.standIn != "" {
+		s.requests.Add(1)
+		writeWelcome(w, r, s.cfg.standIn)
+		return
+	}
 	resp := rootResponse{
 		identity:    s.id,
 		Requests:    s.requests.Add(1),

@@ -109,7 +109,7 @@ func (k *Kubelet) restartContainer(ctx context.Context, pod *v1.Pod, c *v1.Conta
 // failure is remembered as the container's waiting reason; the result is
 // when to try again (0: at the next sync).
 func (k *Kubelet) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, isInit bool, sandbox *cri.SandboxStatus, attempt int) time.Duration {
-	_, waiting := k.ensureImage(ctx, pod, c)
+	_, standIn, waiting := k.ensureImage(ctx, pod, c)
 	if waiting != nil {
 		k.rec.pod(pod, c.Name, v1.EventTypeWarning, eventFailed, "Error: "+waiting.Reason)
 		k.reasons.set(pod.UID, c.Name, *waiting)
@@ -131,7 +131,7 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		l[labels.ContainerType] = labels.TypeInit
 	}
 	cfg := cri.ContainerConfig{
-		Name: c.Name, Attempt: attempt, Image: c.Image,
+		Name: c.Name, Attempt: attempt, Image: c.Image, StandIn: standIn,
 		Command: expandAll(c.Command, env.lookup), Args: expandAll(c.Args, env.lookup),
 		Env: env.list(), Labels: l,
 	}

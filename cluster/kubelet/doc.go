@@ -36,11 +36,14 @@
 // IP), kills containers whose liveness or startup probe failed, runs the
 // init containers one at a time, then starts or restarts the containers as
 // the restart policy says: image pulls follow imagePullPolicy and back off
-// (ErrImagePull, then ImagePullBackOff), crashing containers back off
+// (ErrImagePull, then ImagePullBackOff), unless klab has a stand-in for a
+// tutorial image that could not be pulled (a StandIn event says it runs
+// instead), crashing containers back off
 // 10 s, 20 s, 40 s ... up to 5 min (CrashLoopBackOff), both divided by
 // the speed. Environment variables are resolved from values, the pod's
-// own fields, ConfigMaps and Secrets; $(VAR) is expanded in them and in
-// command and args. The pod's status is computed from the runtime
+// own fields, ConfigMaps and Secrets, followed by the service variables
+// (enableServiceLinks); $(VAR) is expanded in them and in command and
+// args. The pod's status is computed from the runtime
 // (phase, conditions, container states) and written by the status
 // manager only when it changed.
 //

@@ -17,10 +17,13 @@ import (
 )
 
 // envBuilder collects variables in the order they are first defined; a
-// later definition of a name replaces its value in place.
+// later definition of a name replaces its value in place. A $(NAME)
+// reference also finds the service variables in fallback, which join the
+// list at the end.
 type envBuilder struct {
-	order  []string
-	values map[string]string
+	order    []string
+	values   map[string]string
+	fallback map[string]string
 }
 
 func (e *envBuilder) set(name, value string) {
@@ -34,7 +37,10 @@ func (e *envBuilder) set(name, value string) {
 }
 
 func (e *envBuilder) lookup(name string) (string, bool) {
-	v, ok := e.values[name]
+	if v, ok := e.values[name]; ok {
+		return v, true
+	}
+	v, ok := e.fallback[name]
 	return v, ok
 }
 
@@ -52,7 +58,11 @@ func (e *envBuilder) list() []cri.KeyValue {
 // valueFrom reads the pod's own fields, its resources, ConfigMaps and
 // Secrets. An error is a CreateContainerConfigError.
 func (k *Kubelet) containerEnv(ctx context.Context, pod *v1.Pod, c *v1.Container, podIP string) (*envBuilder, error) {
-	env := &envBuilder{}
+	services, err := k.serviceEnv(pod)
+	if err != nil {
+		return nil, err
+	}
+	env := &envBuilder{fallback: services}
 	for _, from := range c.EnvFrom {
 		data, err := k.envFromData(ctx, pod.Namespace, from)
 		if err != nil {
@@ -83,6 +93,18 @@ func (k *Kubelet) containerEnv(ctx context.Context, pod *v1.Pod, c *v1.Container
 			if !skip {
 				env.set(ev.Name, value)
 			}
+		}
+	}
+	// The service variables come last, each unless the container defines
+	// its name itself; sorted, where upstream's order is a map's.
+	names := make([]string, 0, len(services))
+	for name := range services {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if _, defined := env.values[name]; !defined {
+			env.set(name, services[name])
 		}
 	}
 	return env, nil

@@ -14,14 +14,17 @@ import (
 // Event reasons, as upstream's pkg/kubelet/events, so that `kubectl
 // describe` reads as on a real node.
 const (
-	eventCreated                = "Created"
-	eventStarted                = "Started"
-	eventFailed                 = "Failed"
-	eventKilling                = "Killing"
-	eventBackOff                = "BackOff"
-	eventPulling                = "Pulling"
-	eventPulled                 = "Pulled"
-	eventErrImageNeverPull      = "ErrImageNeverPull"
+	eventCreated           = "Created"
+	eventStarted           = "Started"
+	eventFailed            = "Failed"
+	eventKilling           = "Killing"
+	eventBackOff           = "BackOff"
+	eventPulling           = "Pulling"
+	eventPulled            = "Pulled"
+	eventErrImageNeverPull = "ErrImageNeverPull"
+	// eventStandIn is klab's own: a tutorial image could not be pulled
+	// and klab's stand-in for it runs instead.
+	eventStandIn                = "StandIn"
 	eventUnhealthy              = "Unhealthy"
 	eventProbeWarning           = "ProbeWarning"
 	eventFailedCreatePodSandBox = "FailedCreatePodSandBox"

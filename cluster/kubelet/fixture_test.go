@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -51,6 +52,10 @@ func newFixture(t *testing.T, opts critest.Options) *fixture {
 		t.Fatal(err)
 	}
 	k := newKubelet(cfg, client, clk)
+	go k.services.Run(k.ctx.Done())
+	if !cache.WaitForCacheSync(k.ctx.Done(), k.services.HasSynced) {
+		t.Fatal("service informer did not sync")
+	}
 	events := record.NewFakeRecorder(1000)
 	k.rec.events = events
 	t.Cleanup(func() {

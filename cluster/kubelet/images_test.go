@@ -126,3 +126,29 @@ func TestPullPolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestStandIn: a tutorial image that cannot be pulled runs as klab's
+// stand-in, announced by an event; the container runs, with no back-off.
+func TestStandIn(t *testing.T) {
+	for _, tt := range []struct{ image, what string }{
+		{"nginx", "it serves a welcome page on port 80"},
+		{"busybox:1.36", "it runs the container's command in klab's shell"},
+	} {
+		t.Run(tt.image, func(t *testing.T) {
+			fx := newFixture(t, critest.Options{})
+			pod := fx.create(testPod("p", tt.image, func(p *v1.Pod) { p.Spec.Containers[0].ImagePullPolicy = "" }))
+			fx.sync(&podWorker{}, pod)
+			if cs := fx.container(pod); cs.State.Running == nil {
+				t.Fatalf("state %+v, want running", cs.State)
+			}
+			events := fx.drain()
+			want := `Normal StandIn Running klab's stand-in for image "` + tt.image + `" (` + tt.what + `), because the image could not be pulled: `
+			if !hasEvent(events, want) || !hasEvent(events, `Normal Pulling Pulling image "`+tt.image+`"`) {
+				t.Errorf("no StandIn event %q in %v", want, events)
+			}
+			if hasEvent(events, "Warning Failed") {
+				t.Errorf("a stand-in is no failure: %v", events)
+			}
+		})
+	}
+}

@@ -45,12 +45,15 @@ type Kubelet struct {
 	pullErrors   pullFailures
 
 	podInformer cache.SharedIndexInformer
-	workers     *podWorkers
-	statuses    *statusManager
-	probes      *probeManager
-	reasons     *reasonCache
-	mirrors     *mirrorManager
-	authn       *tokenAuthenticator
+	// services holds every Service, for the containers' service
+	// environment variables.
+	services cache.SharedIndexInformer
+	workers  *podWorkers
+	statuses *statusManager
+	probes   *probeManager
+	reasons  *reasonCache
+	mirrors  *mirrorManager
+	authn    *tokenAuthenticator
 
 	nodeMu sync.Mutex
 	// node is the Node as the API server last returned it.
@@ -106,6 +109,7 @@ func newKubelet(cfg Config, client kubernetes.Interface, clk clock.WithTicker) *
 		ctx:          ctx,
 		cancel:       cancel,
 	}
+	k.services = newServiceInformer(client)
 	k.life = componentbase.NewLifecycle(k.shutdown)
 	k.workers = newPodWorkers(k)
 	k.probes = newProbeManager(k)
@@ -139,6 +143,7 @@ func (k *Kubelet) Start(ctx context.Context) error {
 	k.podInformer = newPodInformer(k.client, k.cfg.NodeName)
 	k.podInformer.AddEventHandler(k.podEventHandler())
 
+	k.life.Go(func() { k.services.Run(k.ctx.Done()) })
 	k.life.Go(func() { k.podInformer.Run(k.ctx.Done()) })
 	k.life.Go(func() {
 		server.Serve(func(err error) {

@@ -87,6 +87,7 @@ func TestBackOffScalesWithSpeed(t *testing.T) {
 			fx.k.cfg.Speed = tt.speed
 			k := newKubelet(fx.k.cfg, fx.client, fx.clock)
 			k.rec.events = fx.events
+			k.services = fx.k.services // synced by the fixture
 			t.Cleanup(k.cancel)
 			pod := fx.create(testPod("crash", appImage, nil))
 			w := &podWorker{}

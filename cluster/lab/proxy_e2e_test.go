@@ -261,6 +261,12 @@ func checkRules(t *testing.T, f *loopFixture, mode string, svc *corev1.Service, 
 		if strings.Contains(jumps[2], "--probability") {
 			t.Errorf("iptables: the last jump has a probability: %s", jumps[2])
 		}
+		// The kubernetes Service has the API server as its endpoint (the
+		// lease reconciler's), so it is forwarded, not rejected.
+		if !regexp.MustCompile(`-A KUBE-SERVICES .*-d 10\.96\.0\.1(/32)? .*--dport 443 -j KUBE-SVC-`).MatchString(rules) ||
+			strings.Contains(rules, "default/kubernetes:https has no endpoints") {
+			t.Errorf("iptables: 10.96.0.1:443 is not forwarded to the API server:\n%s", rules)
+		}
 		if !strings.Contains(rules, "-A KUBE-NODEPORTS") || !strings.Contains(rules, "--dport "+strconv.Itoa(nodePort)) {
 			t.Errorf("iptables: no KUBE-NODEPORTS rule for port %d", nodePort)
 		}

@@ -61,6 +61,10 @@ type ContainerConfig struct {
 	Name    string
 	Attempt int
 	Image   string
+	// StandIn, when set, names the tutorial image (package
+	// cluster/app/standin) whose klab stand-in runs in place of Image,
+	// which the node could not pull. Image stays what the pod asked for.
+	StandIn string
 	// Command and Args are the pod spec's (entrypoint override and
 	// arguments), with $(VAR) references already expanded.
 	Command []string
@@ -173,8 +177,9 @@ type Runtime interface {
 	// ImageStatus returns the image, or an error wrapping
 	// ErrImageNotFound.
 	ImageStatus(ctx context.Context, image string) (Image, error)
-	// PullImage fetches an image. klab runs offline, so a pull succeeds
-	// only for images the runtime can provide; the error says why not.
+	// PullImage fetches an image: the Docker runtime through the engine,
+	// the in-process one never (it has klab's images only); the error says
+	// why a pull failed.
 	PullImage(ctx context.Context, image string) (Image, error)
 
 	// RunPodSandbox creates and starts a pod's sandbox.

@@ -45,6 +45,6 @@ func appArgs(image imageRef, command, args []string) ([]string, error) {
 		return nil, fmt.Errorf("unable to start container process: %q: a pod's container can run only the app (command [\"klab\", \"component\", \"app\"], or image %s with no command)",
 			argv, AppRepository)
 	}
-	return nil, fmt.Errorf("unable to start container process: exec: %q: executable file not found in $PATH: image %s holds only the klab app as a container's process (its shell is for kubectl exec); leave command empty and give the app's flags as args, e.g. [\"--exit-after=5s\"] for a job",
+	return nil, fmt.Errorf("unable to start container process: exec: %q: executable file not found in $PATH: image %s holds only the klab app and klab's shell tools (sh, sleep, echo, wget, ...); leave command empty and give the app's flags as args, e.g. [\"--exit-after=5s\"] for a job, or run a tool, e.g. [\"sh\", \"-c\", \"...\"]",
 		argv[0], image)
 }

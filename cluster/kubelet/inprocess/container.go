@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/klab-dev/klab/cluster/app"
+	"github.com/klab-dev/klab/cluster/app/standin"
 	"github.com/klab-dev/klab/cluster/kubelet/cri"
 )
 
@@ -111,6 +112,13 @@ func (c *container) stop(ctx context.Context, timeout time.Duration) error {
 // CreateContainer creates a container in a ready sandbox, with an empty log.
 func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg cri.ContainerConfig) (string, error) {
 	image, ok := parseImage(cfg.Image)
+	if cfg.StandIn != "" {
+		// klab's stand-in for a tutorial image is the app's image.
+		if _, known := standin.Lookup(cfg.StandIn); !known {
+			return "", fmt.Errorf("create container %s: klab has no stand-in for %q", cfg.Name, cfg.StandIn)
+		}
+		image, ok = imageRef{repo: AppRepository, tag: "latest"}, true
+	}
 	if !ok {
 		return "", fmt.Errorf("create container %s: %w", cfg.Name, errImageAbsent(cfg.Image))
 	}
@@ -178,7 +186,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 		r.mu.Unlock()
 		return fmt.Errorf("start container %s: sandbox %s is not ready", id, sb.id)
 	}
-	args, err := appArgs(c.image, c.cfg.Command, c.cfg.Args)
+	proc, err := c.process()
 	if err != nil {
 		c.state = cri.StateExited
 		c.finishedAt = time.Now()
@@ -198,7 +206,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	c.startedAt = time.Now()
 	r.running.Add(1)
 	opts := app.Options{
-		Args:       args,
+		Args:       proc.appArgs,
 		Env:        containerEnv(r.cfg.NodeName, sb, c.cfg),
 		Stdout:     c.log.stream("stdout"),
 		Stderr:     c.log.stream("stderr"),
@@ -206,21 +214,25 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 		Memory:     c.memory,
 		Kill:       c.kill,
 	}
+	main := func(ctx context.Context) int { return app.Run(ctx, opts) }
+	if proc.shellArgv != nil {
+		main = r.shellMain(c, sb, opts, proc.shellArgv)
+	}
 	c.mu.Unlock()
 	r.mu.Unlock()
 
 	// Started is sent before the container can exit, so the two arrive in
 	// order.
 	r.emit(cri.ContainerStarted, c)
-	r.logger.Info("Started container", "container", id, "name", c.cfg.Name, "image", c.cfg.Image, "ip", sb.ip)
-	go r.run(runCtx, c, opts)
+	r.logger.Info("Started container", "container", id, "name", c.cfg.Name, "image", c.cfg.Image, "standIn", c.cfg.StandIn, "ip", sb.ip)
+	go r.run(runCtx, c, main)
 	return nil
 }
 
 // run runs the container's process and records how it exited.
-func (r *Runtime) run(ctx context.Context, c *container, opts app.Options) {
+func (r *Runtime) run(ctx context.Context, c *container, main func(context.Context) int) {
 	defer r.running.Done()
-	code := app.Run(ctx, opts)
+	code := main(ctx)
 	c.memory.release()
 
 	c.mu.Lock()

@@ -154,10 +154,10 @@ func TestStartError(t *testing.T) {
 	rt := newTestRuntime(t)
 	sb := runPod(t, rt, "web")
 	cfg := appContainer("web", "shell")
-	cfg.Command = []string{"sh", "-c", "echo hello; sleep 3600"}
+	cfg.Command = []string{"python3", "-c", "print('hello')"}
 	id := create(t, rt, sb, cfg)
 	err := rt.StartContainer(context.Background(), id)
-	if err == nil || !strings.Contains(err.Error(), `exec: "sh": executable file not found in $PATH`) {
+	if err == nil || !strings.Contains(err.Error(), `exec: "python3": executable file not found in $PATH`) {
 		t.Fatalf("StartContainer = %v, want the exec error", err)
 	}
 	st, _ := rt.ContainerStatus(context.Background(), id)

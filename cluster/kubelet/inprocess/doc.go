@@ -18,10 +18,12 @@
 //   - the app tells its memory accounter before it allocates; past the
 //     container's memory limit (or the node's memory), the allocation is
 //     refused and the app stops at once: exit code 137, reason OOMKilled;
-//   - a command the image cannot run (`sh -c ...`) fails the start as
-//     containerd does: reason StartError, exit code 128, and a message
-//     saying what the image contains. A container's process is the app:
-//     a Job's pod runs it with --exit-after (and --exit-code).
+//   - a command naming one of the shell's tools (`sh -c ...`, `sleep
+//     3600`) runs in klab's shell, as the tools linked in klab/app's /bin
+//     do in Docker; any other command klab/app cannot run fails the start
+//     as containerd does: reason StartError, exit code 128, and a message
+//     saying what the image contains. Otherwise a container's process is
+//     the app: a Job's pod runs it with --exit-after (and --exit-code).
 //
 // Exec runs klab's shell (cluster/app/shell: mvdan.cc/sh with the everyday
 // tools built in) in the klab process, over the pod's filesystem: a
@@ -34,7 +36,12 @@
 // Images: klab runs offline. The node has klab/app under every tag (the same
 // program; the app reports the tag as its version, so a rolling update from
 // klab/app:v1 to klab/app:v2 shows the change) and klab/node under every
-// tag; any other image is absent and PullImage says so.
+// tag; any other image is absent and PullImage says so. For the tutorial
+// images of package cluster/app/standin the kubelet asks for a stand-in
+// (ContainerConfig.StandIn): nginx and httpd run the app serving a welcome
+// page on port 80 (binding it needs root or CAP_NET_BIND_SERVICE on the
+// machine), busybox, alpine and ubuntu run the pod's command line in
+// klab's shell as the container's process.
 //
 // Logs are written as a CRI runtime writes them, one file per container
 // attempt under <LogDir>/<namespace>_<pod>_<uid>/<container>/<attempt>.log,

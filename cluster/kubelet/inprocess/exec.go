@@ -49,10 +49,10 @@ func (pt *processTable) remove(pid int) {
 // processes lists the container's processes: the app, then the execs.
 func (c *container) processes() []shell.Process {
 	c.mu.Lock()
-	argv, _ := appArgs(c.image, c.cfg.Command, c.cfg.Args)
+	proc, _ := c.process()
 	started := c.startedAt
 	c.mu.Unlock()
-	list := []shell.Process{{PID: 1, Command: strings.Join(append([]string{"app"}, argv...), " "), Started: started}}
+	list := []shell.Process{{PID: 1, Command: proc.String(), Started: started}}
 	c.execs.mu.Lock()
 	defer c.execs.mu.Unlock()
 	for pid := 7; pid < c.execs.nextPID; pid++ {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/klab-dev/klab/cluster/app/standin"
 	"github.com/klab-dev/klab/cluster/kubelet/cri"
 )
 
@@ -56,8 +57,8 @@ func imageID(repo string) string {
 // is not one of klab's. The kubelet shows it as ErrImagePull, then
 // ImagePullBackOff.
 func errImageAbsent(image string) error {
-	return fmt.Errorf("%w: %q: klab runs offline and cannot download images; this node has only %s:<any tag> and %s:<any tag> (use image %s:<tag>)",
-		cri.ErrImageNotFound, image, AppRepository, NodeRepository, AppRepository)
+	return fmt.Errorf("%w: %q: klab runs offline and cannot download images; this node has only %s:<any tag> and %s:<any tag> (use image %s:<tag>), and runs its stand-ins for %s",
+		cri.ErrImageNotFound, image, AppRepository, NodeRepository, AppRepository, strings.Join(standin.Names(), ", "))
 }
 
 // ListImages lists klab/app and klab/node, with every tag used on the node

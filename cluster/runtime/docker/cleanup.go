@@ -332,3 +332,17 @@ func imageName(img image.Summary) string {
 	}
 	return id
 }
+
+// RemoveImage removes one image by reference, for instance one a pod
+// pulled; an image that is gone is no error.
+func RemoveImage(ctx context.Context, ref string) error {
+	cli, err := newClient()
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	if _, err := cli.ImageRemove(ctx, ref, image.RemoveOptions{}); err != nil && !notFound(err) {
+		return fmt.Errorf("remove image %s: %w", ref, err)
+	}
+	return nil
+}

@@ -40,6 +40,10 @@ type Config struct {
 	// every tag; empty means labels.AppImage. Tests set their own so that
 	// they never touch the real one.
 	AppImage string
+	// AppEntrypoint runs the app in AppImage (the image's entrypoint);
+	// empty means klab's, ["/klab", "component", "app"]. A web stand-in
+	// runs it with --stand-in.
+	AppEntrypoint []string
 	// Logger receives the runtime's own logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -89,6 +93,9 @@ func (cfg *Config) validate() (netip.Prefix, error) {
 	}
 	if cfg.AppImage == "" {
 		cfg.AppImage = labels.AppImage
+	}
+	if len(cfg.AppEntrypoint) == 0 {
+		cfg.AppEntrypoint = []string{"/klab", "component", "app"}
 	}
 	return cidr, nil
 }

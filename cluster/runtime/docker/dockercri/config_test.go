@@ -3,6 +3,7 @@ package dockercri
 import (
 	"context"
 	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -40,7 +41,7 @@ func TestConfigFromEnv(t *testing.T) {
 				t.Fatalf("ConfigFromEnv: %v", err)
 			}
 			want := Config{Cluster: "lab", Node: "worker-1", Network: "klab-lab", PodCIDR: "10.244.1.0/24", PauseImage: "klab/node:abc"}
-			if cfg != want {
+			if !reflect.DeepEqual(cfg, want) {
 				t.Errorf("ConfigFromEnv() = %+v, want %+v", cfg, want)
 			}
 		})

@@ -51,6 +51,11 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg cri
 	if len(cfg.Args) > 0 {
 		config.Cmd = strslice.StrSlice(cfg.Args)
 	}
+	if cfg.StandIn != "" {
+		if err := r.standIn(config, cfg); err != nil {
+			return "", fmt.Errorf("create container %s: %w", cfg.Name, err)
+		}
+	}
 	host := &container.HostConfig{
 		// The pod's network namespace, and so its IP, is the sandbox's.
 		NetworkMode: container.NetworkMode("container:" + sb.ID),

@@ -33,9 +33,13 @@
 // written as `kubectl logs` shows them. Lifecycle events come from the
 // engine's event stream, reconnected with back-off if it breaks.
 //
-// Images: klab runs offline, so PullImage never downloads. An image on the
-// engine is "pulled" at once; klab's workload image answers to every tag as
-// in the in-process runtime (klab/app:v2 is klab/app:latest tagged anew);
-// any other image fails with cri.ErrImageNotFound and a message saying how
-// to put it on the engine.
+// Images: PullImage asks the engine to pull, as the kubelet's image
+// service asks containerd; a failure gives the engine's message and what
+// to do offline. klab's own images are never pulled: they are built on the
+// machine, and the workload image answers to every tag as in the
+// in-process runtime (klab/app:v2 is klab/app:latest tagged anew). A
+// container with a stand-in (cri.ContainerConfig.StandIn, package
+// cluster/app/standin) runs from the workload image: the app serving a
+// welcome page on port 80, or the pod's command line, whose sh, sleep and
+// other tools are the image's links to klab's shell.
 package dockercri

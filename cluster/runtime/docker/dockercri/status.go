@@ -110,6 +110,9 @@ func containerStatus(info container.InspectResponse) cri.ContainerStatus {
 		Message:    st.Error,
 		Labels:     criLabels(l),
 	}
+	if image := l[labels.Image]; image != "" {
+		status.Image = image // a stand-in's: the image the pod asked for
+	}
 	switch st.Status {
 	case "created":
 		status.State = cri.StateCreated

@@ -44,6 +44,12 @@ const (
 	// PodLabels holds the CRI labels of a pod sandbox or container,
 	// JSON-encoded.
 	PodLabels = "io.klab.pod-labels"
+	// StandIn marks a container that runs klab's stand-in for a tutorial
+	// image the engine could not pull (its value names the stand-in);
+	// Image then keeps the image the pod asked for, which the container's
+	// status reports.
+	StandIn = "io.klab.stand-in"
+	Image   = "io.klab.image"
 )
 
 // Values of Role besides the node roles.

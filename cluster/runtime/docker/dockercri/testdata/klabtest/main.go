@@ -19,6 +19,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +31,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/klab-dev/klab/cluster/app"
 	"github.com/klab-dev/klab/cluster/app/shell"
 )
 
@@ -77,6 +79,12 @@ func main() {
 		}
 		fmt.Println("allocated")
 		sleepForever()
+	case "app":
+		// klab's app, as klab/app's entrypoint runs it (the web stand-ins
+		// run it with --stand-in).
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		defer stop()
+		os.Exit(app.Run(ctx, app.Options{Args: args, Env: os.Environ(), Stdout: os.Stdout, Stderr: os.Stderr}))
 	case "listen":
 		listen(number(args))
 	case "dial":
