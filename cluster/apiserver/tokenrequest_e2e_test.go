@@ -187,4 +187,3 @@ func tokenPayload(t *testing.T, token string) map[string]any {
 	}
 	return claims
 }
-
