@@ -272,15 +272,25 @@ func (r *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 
 // authenticate identifies the request's user as kube-apiserver's union of
 // authenticators does, first success wins: a verified client certificate,
-// then a bearer token.
+// then a bearer token from the token file, then a ServiceAccount token.
 func (s *Server) authenticate(r *http.Request) (auth.User, bool) {
 	if r.TLS != nil && s.cfg.ClientCA != nil {
 		if u, ok := auth.X509User(r.TLS.VerifiedChains); ok {
 			return u, true
 		}
 	}
+	token, ok := auth.BearerToken(r)
+	if !ok {
+		return auth.User{}, false
+	}
 	if s.cfg.Authenticator != nil {
-		return s.cfg.Authenticator.AuthenticateRequest(r)
+		if u, ok := s.cfg.Authenticator.AuthenticateToken(token); ok {
+			return u, true
+		}
+	}
+	if s.saAuthn != nil {
+		u, _, err := s.saAuthn.AuthenticateToken(r.Context(), token)
+		return u, err == nil
 	}
 	return auth.User{}, false
 }

@@ -24,6 +24,7 @@ package apiserver
 
 import (
 	"context"
+	"crypto"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -94,6 +95,17 @@ type Config struct {
 	// Logger receives what the server reports: a panic serving a request,
 	// what its background loops see (nil: nothing is logged).
 	Logger *slog.Logger
+	// ServiceAccountKey signs the ServiceAccount tokens of the
+	// TokenRequest API and verifies the tokens requests carry
+	// (kube-apiserver's --service-account-signing-key-file and
+	// --service-account-key-file); nil serves neither.
+	ServiceAccountKey crypto.Signer
+	// ServiceAccountIssuer is the iss of those tokens; empty means
+	// auth.DefaultServiceAccountIssuer, as kubeadm's.
+	ServiceAccountIssuer string
+	// APIAudiences are the audiences a token must name to be accepted
+	// here, and a TokenRequest's default; empty means the issuer alone.
+	APIAudiences []string
 }
 
 // Server is a running API server.
@@ -109,6 +121,10 @@ type Server struct {
 	fieldManagers fieldManagers
 	// authz is the RBAC authorizer, following the stored policy.
 	authz *auth.Authorizer
+	// tokenIssuer signs ServiceAccount tokens and saAuthn verifies them;
+	// both nil without a service-account key.
+	tokenIssuer *auth.TokenIssuer
+	saAuthn     *auth.ServiceAccountAuthenticator
 
 	// paused is closed while the server runs and replaced by an open
 	// channel while it is paused (docker pause freezes a process; here
@@ -164,6 +180,9 @@ func New(cfg Config) (*Server, error) {
 		running:  make(chan struct{}),
 	}
 	s.kubeletTransport, s.podTransport = kubeletTransport(cfg), podTransport()
+	if err := s.setUpServiceAccountTokens(); err != nil {
+		return nil, err
+	}
 	s.life = componentbase.NewLifecycle(s.shutdown)
 	close(s.running)
 	var err error

@@ -23,7 +23,7 @@ import (
 var scaleGVK = schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
 
 // serveSubresource serves status, scale, binding, log, the streaming
-// subresources (exec, attach, portforward) and proxy.
+// subresources (exec, attach, portforward), proxy and token.
 func (s *Server) serveSubresource(w http.ResponseWriter, req *request) {
 	sub := req.info.subresource
 	if !req.res.HasSubresource(sub) || req.info.name == "" {
@@ -51,6 +51,8 @@ func (s *Server) serveSubresource(w http.ResponseWriter, req *request) {
 		s.serveConnect(w, req)
 	case sub == registry.SubProxy:
 		s.serveProxy(w, req)
+	case sub == registry.SubToken && verb == registry.VerbCreate:
+		s.createToken(w, req)
 	default:
 		writeError(w, req.Request, apierrors.NewMethodNotSupported(schemaGroupResource(req.res.Group, req.res.Resource+"/"+sub), verb))
 	}

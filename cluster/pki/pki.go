@@ -47,6 +47,8 @@ type PKI struct {
 	// found no such files (a PKI from before they existed).
 	kubeletClientCertPEM, kubeletClientKeyPEM []byte
 	caKey                                     crypto.Signer // nil when Load found no ca.key
+	// saKey signs ServiceAccount tokens; nil when Load found no sa.key.
+	saKey crypto.Signer
 }
 
 // Ensure loads the PKI in dir, creating what is missing; see the package
@@ -79,6 +81,9 @@ func Ensure(dir string, hosts []string, nodes []string) (*PKI, error) {
 		return nil, err
 	}
 	if err := p.ensureKubeletClientCert(now); err != nil {
+		return nil, err
+	}
+	if err := p.ensureServiceAccountKey(); err != nil {
 		return nil, err
 	}
 	if err := p.ensureTokens(wanted); err != nil {
@@ -125,6 +130,9 @@ func Load(dir string) (*PKI, error) {
 			return nil, fmt.Errorf("load pki: %w", err)
 		}
 		p.kubeletClientCertPEM, p.kubeletClientKeyPEM = certPEM, keyPEM
+	}
+	if err := p.loadServiceAccountKey(); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

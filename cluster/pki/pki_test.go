@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -59,6 +60,7 @@ func TestEnsureCreates(t *testing.T) {
 	wantModes := map[string]fs.FileMode{
 		CACertFile: 0o644, CAKeyFile: 0o600, ServerCertFile: 0o644, ServerKeyFile: 0o600, TokenFile: 0o600,
 		KubeletClientCertFile: 0o644, KubeletClientKeyFile: 0o600,
+		ServiceAccountKeyFile: 0o600, ServiceAccountPublicKeyFile: 0o644,
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -436,5 +438,46 @@ func TestServerTLSConfigHandshake(t *testing.T) {
 				t.Errorf("handshake as %s: err %v, want ok=%v", tt.serverName, err, tt.wantOK)
 			}
 		})
+	}
+}
+
+// TestServiceAccountKeyKept checks that a second Ensure and Load return
+// the key of the first: replacing it would invalidate every token issued.
+func TestServiceAccountKeyKept(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pki")
+	first, err := ensure(t, dir, testHosts, testNodes).ServiceAccountKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := ensure(t, dir, testHosts, testNodes).ServiceAccountKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	third, err := loaded.ServiceAccountKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := first.Public().(*ecdsa.PublicKey)
+	if !pub.Equal(second.Public()) || !pub.Equal(third.Public()) {
+		t.Error("the service-account key changed between Ensure, Ensure and Load")
+	}
+	pubPEM, err := os.ReadFile(filepath.Join(dir, ServiceAccountPublicKeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(pubPEM)
+	if block == nil {
+		t.Fatalf("%s holds no PEM block", ServiceAccountPublicKeyFile)
+	}
+	parsed, err := x509.ParsePKIXPublicKey(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pub.Equal(parsed) {
+		t.Errorf("%s is not the public half of %s", ServiceAccountPublicKeyFile, ServiceAccountKeyFile)
 	}
 }

@@ -65,6 +65,10 @@ func New(t testing.TB, opts Options) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	saKey, err := p.ServiceAccountKey()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := 0; i < opts.APIServers; i++ {
 		listen, err := etcdtest.FreeAddr()
 		if err != nil {
@@ -77,6 +81,9 @@ func New(t testing.TB, opts Options) *Cluster {
 			TLS:           tlsCfg,
 			Authenticator: authn,
 			ClientCA:      p.CertPool(),
+			// Every server signs and verifies ServiceAccount tokens with
+			// the cluster's key, as kubeadm's do.
+			ServiceAccountKey: saKey,
 		}
 		// The API server reaches kubelets (pods/log, exec, ...) as the
 		// cluster's runtime configures it: trusting the CA, with its

@@ -31,7 +31,7 @@ func builtin() []*Resource {
 		{GroupVersionResource: gvr("", "v1", "nodes"), Kind: "Node", Verbs: allVerbs, Subresources: []string{SubProxy, SubStatus}, ShortNames: []string{"no"}, FieldLabels: nodeFields},
 		{GroupVersionResource: gvr("", "v1", "pods"), Kind: "Pod", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubAttach, SubBinding, SubExec, SubLog, SubPortForward, SubProxy, SubStatus}, ShortNames: []string{"po"}, Categories: []string{"all"}, FieldLabels: podFields},
 		{GroupVersionResource: gvr("", "v1", "secrets"), Kind: "Secret", Namespaced: true, Verbs: allVerbs, FieldLabels: secretFields},
-		{GroupVersionResource: gvr("", "v1", "serviceaccounts"), Kind: "ServiceAccount", Namespaced: true, Verbs: allVerbs, ShortNames: []string{"sa"}},
+		{GroupVersionResource: gvr("", "v1", "serviceaccounts"), Kind: "ServiceAccount", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubToken}, ShortNames: []string{"sa"}},
 		{GroupVersionResource: gvr("", "v1", "services"), Kind: "Service", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubProxy, SubStatus}, ShortNames: []string{"svc"}, Categories: []string{"all"}, FieldLabels: serviceFields},
 		// apps/v1
 		{GroupVersionResource: gvr("apps", "v1", "daemonsets"), Kind: "DaemonSet", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubStatus}, ShortNames: []string{"ds"}, Categories: []string{"all"}},

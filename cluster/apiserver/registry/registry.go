@@ -38,6 +38,8 @@ const (
 	SubScale   = "scale"
 	SubBinding = "binding"
 	SubLog     = "log"
+	// SubToken is serviceaccounts/token, the TokenRequest API.
+	SubToken = "token"
 	// SubFinalize is namespaces/finalize: the namespace controller removes
 	// its spec finalizer through it once a namespace is empty.
 	SubFinalize = "finalize"

@@ -59,6 +59,9 @@ func APIServer(ctx context.Context, ref runtime.Ref, spec runtime.APIServerSpec,
 	if err != nil {
 		return nil, err
 	}
+	// A PKI from before service-account tokens has no sa.key: the server
+	// then serves neither TokenRequests nor their tokens.
+	saKey, _ := p.ServiceAccountKey()
 	srv, err := apiserver.New(apiserver.Config{
 		Name:              ref.Node,
 		Etcd:              cli,
@@ -70,6 +73,7 @@ func APIServer(ctx context.Context, ref runtime.Ref, spec runtime.APIServerSpec,
 		KubeletCA:         p.CertPool(),
 		KubeletClientCert: &kubeletCert,
 		Logger:            logger,
+		ServiceAccountKey: saKey,
 	})
 	if err == nil {
 		err = srv.Start(ctx)
