@@ -115,6 +115,9 @@ func (s *Server) resourceList(w http.ResponseWriter, r *http.Request, gv schema.
 				ar.Verbs = []string{registry.VerbGet}
 			case registry.SubFinalize:
 				ar.Verbs = []string{registry.VerbUpdate}
+			case registry.SubEviction:
+				ar.Group, ar.Version, ar.Kind = "policy", "v1", "Eviction"
+				ar.Verbs = []string{registry.VerbCreate}
 			case registry.SubExec, registry.SubAttach, registry.SubPortForward:
 				ar.Kind = connectKinds[sub]
 				ar.Verbs = []string{registry.VerbCreate, registry.VerbGet}

@@ -5,6 +5,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,7 +25,7 @@ import (
 func tracksGeneration(obj runtime.Object) bool {
 	switch obj.(type) {
 	case *corev1.Pod, *appsv1.Deployment, *appsv1.ReplicaSet, *appsv1.DaemonSet, *appsv1.StatefulSet,
-		*batchv1.Job, *batchv1.CronJob, *discoveryv1.EndpointSlice:
+		*batchv1.Job, *batchv1.CronJob, *discoveryv1.EndpointSlice, *policyv1.PodDisruptionBudget:
 		return true
 	}
 	return false
@@ -53,6 +54,8 @@ func generationChanged(obj, old runtime.Object) bool {
 		return !same(o.Spec, old.(*batchv1.Job).Spec)
 	case *batchv1.CronJob:
 		return !same(o.Spec, old.(*batchv1.CronJob).Spec)
+	case *policyv1.PodDisruptionBudget:
+		return !same(o.Spec, old.(*policyv1.PodDisruptionBudget).Spec)
 	case *discoveryv1.EndpointSlice:
 		// An EndpointSlice has no spec: everything but its metadata is
 		// desired state, and so are its labels (they tie it to its

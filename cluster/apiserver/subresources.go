@@ -42,6 +42,8 @@ func (s *Server) serveSubresource(w http.ResponseWriter, req *request) {
 		s.scale(w, req)
 	case sub == registry.SubBinding && verb == registry.VerbCreate:
 		s.bind(w, req)
+	case sub == registry.SubEviction && verb == registry.VerbCreate:
+		s.evict(w, req)
 	case sub == registry.SubLog && verb == registry.VerbGet:
 		s.podLog(w, req)
 	case sub == registry.SubFinalize && verb == registry.VerbUpdate:

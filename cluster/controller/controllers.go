@@ -5,6 +5,7 @@ import (
 	"github.com/klab-dev/klab/cluster/controller/controllerctx"
 	"github.com/klab-dev/klab/cluster/controller/daemonset"
 	"github.com/klab-dev/klab/cluster/controller/deployment"
+	"github.com/klab-dev/klab/cluster/controller/disruption"
 	"github.com/klab-dev/klab/cluster/controller/endpoints"
 	"github.com/klab-dev/klab/cluster/controller/endpointslice"
 	"github.com/klab-dev/klab/cluster/controller/garbagecollector"
@@ -31,6 +32,7 @@ var initFuncs = map[string]controllerctx.InitFunc{
 	daemonset.Name:                  daemonset.Init,
 	statefulset.Name:                statefulset.Init,
 	job.Name:                        job.Init,
+	disruption.Name:                 disruption.Init,
 	clusterroleaggregation.Name:     clusterroleaggregation.Init,
 }
 
@@ -47,6 +49,7 @@ var concurrentSyncs = map[string]int{
 	"job":                           5,  // --concurrent-job-syncs
 	"replicaset":                    5,  // --concurrent-replicaset-syncs
 	"statefulset":                   5,  // --concurrent-statefulset-syncs
+	disruption.Name:                 1,  // one worker, as upstream starts
 	namespace.Name:                  10, // --concurrent-namespace-syncs
 	serviceaccount.Name:             1,  // the manager starts one worker
 	nodelifecycle.Name:              8,  // nodeUpdateWorkerSize

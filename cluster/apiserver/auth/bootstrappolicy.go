@@ -303,6 +303,9 @@ const (
 	DaemonSetController      = "daemon-set-controller"
 	JobController            = "job-controller"
 	AggregationController    = "clusterrole-aggregation-controller"
+	StatefulSetController    = "statefulset-controller"
+	DisruptionController     = "disruption-controller"
+	CronJobController        = "cronjob-controller"
 )
 
 // controllerRoles are the roles of the controllers klab's controller
@@ -375,6 +378,36 @@ func controllerRoles() []rbacv1.ClusterRole {
 		),
 		c(ServiceAccountController,
 			rule(v("create"), g(coreGroup), "serviceaccounts"),
+			eventsRule(),
+		),
+		c(StatefulSetController,
+			rule(v("list", "watch"), g(coreGroup), "pods"),
+			rule(v("list", "watch"), g(appsGroup), "statefulsets"),
+			rule(v("update"), g(appsGroup), "statefulsets/status"),
+			rule(v("update"), g(appsGroup), "statefulsets/finalizers"),
+			rule(v("get", "create", "delete", "update", "patch"), g(coreGroup), "pods"),
+			rule(v("get", "create", "delete", "update", "patch", "list", "watch"), g(appsGroup), "controllerrevisions"),
+			rule(v("get", "create"), g(coreGroup), "persistentvolumeclaims"),
+			rule(v("update", "delete"), g(coreGroup), "persistentvolumeclaims"),
+			eventsRule(),
+		),
+		c(DisruptionController,
+			rule(v("get", "list", "watch"), g(extensionsGroup, appsGroup), "deployments"),
+			rule(v("get", "list", "watch"), g(appsGroup, extensionsGroup), "replicasets"),
+			rule(v("get", "list", "watch"), g(coreGroup), "replicationcontrollers"),
+			rule(v("get", "list", "watch"), g(policyGroup), "poddisruptionbudgets"),
+			rule(v("get", "list", "watch"), g(appsGroup), "statefulsets"),
+			rule(v("update"), g(policyGroup), "poddisruptionbudgets/status"),
+			rule(v("patch", "update"), g(coreGroup), "pods/status"),
+			rule(v("get"), g("*"), "*/scale"),
+			eventsRule(),
+		),
+		c(CronJobController,
+			rule(v("get", "list", "watch", "update"), g(batchGroup), "cronjobs"),
+			rule(v("get", "list", "watch", "create", "update", "delete", "patch"), g(batchGroup), "jobs"),
+			rule(v("update"), g(batchGroup), "cronjobs/status"),
+			rule(v("update"), g(batchGroup), "cronjobs/finalizers"),
+			rule(v("list", "delete"), g(coreGroup), "pods"),
 			eventsRule(),
 		),
 		c(TaintEvictionController,

@@ -29,7 +29,7 @@ func builtin() []*Resource {
 		{GroupVersionResource: gvr("", "v1", "events"), Kind: "Event", Namespaced: true, Verbs: allVerbs, ShortNames: []string{"ev"}, FieldLabels: coreEventFields},
 		{GroupVersionResource: gvr("", "v1", "namespaces"), Kind: "Namespace", Verbs: namespaceVerb, Subresources: []string{SubFinalize, SubStatus}, ShortNames: []string{"ns"}, FieldLabels: namespaceFields},
 		{GroupVersionResource: gvr("", "v1", "nodes"), Kind: "Node", Verbs: allVerbs, Subresources: []string{SubProxy, SubStatus}, ShortNames: []string{"no"}, FieldLabels: nodeFields},
-		{GroupVersionResource: gvr("", "v1", "pods"), Kind: "Pod", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubAttach, SubBinding, SubExec, SubLog, SubPortForward, SubProxy, SubStatus}, ShortNames: []string{"po"}, Categories: []string{"all"}, FieldLabels: podFields},
+		{GroupVersionResource: gvr("", "v1", "pods"), Kind: "Pod", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubAttach, SubBinding, SubEviction, SubExec, SubLog, SubPortForward, SubProxy, SubStatus}, ShortNames: []string{"po"}, Categories: []string{"all"}, FieldLabels: podFields},
 		{GroupVersionResource: gvr("", "v1", "secrets"), Kind: "Secret", Namespaced: true, Verbs: allVerbs, FieldLabels: secretFields},
 		{GroupVersionResource: gvr("", "v1", "serviceaccounts"), Kind: "ServiceAccount", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubToken}, ShortNames: []string{"sa"}},
 		{GroupVersionResource: gvr("", "v1", "services"), Kind: "Service", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubProxy, SubStatus}, ShortNames: []string{"svc"}, Categories: []string{"all"}, FieldLabels: serviceFields},
@@ -49,6 +49,8 @@ func builtin() []*Resource {
 		{GroupVersionResource: gvr("coordination.k8s.io", "v1", "leases"), Kind: "Lease", Namespaced: true, Verbs: allVerbs},
 		// discovery.k8s.io/v1
 		{GroupVersionResource: gvr("discovery.k8s.io", "v1", "endpointslices"), Kind: "EndpointSlice", Namespaced: true, Verbs: allVerbs},
+		// policy/v1
+		{GroupVersionResource: gvr("policy", "v1", "poddisruptionbudgets"), Kind: "PodDisruptionBudget", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubStatus}, ShortNames: []string{"pdb"}},
 		// rbac.authorization.k8s.io/v1: the policy the RBAC authorizer
 		// decides by, stored like any other object.
 		{GroupVersionResource: gvr(rbacGroup, "v1", "clusterrolebindings"), Kind: "ClusterRoleBinding", Verbs: allVerbs},

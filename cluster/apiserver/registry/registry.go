@@ -43,6 +43,9 @@ const (
 	// SubFinalize is namespaces/finalize: the namespace controller removes
 	// its spec finalizer through it once a namespace is empty.
 	SubFinalize = "finalize"
+	// SubEviction is pods/eviction: a delete that first asks the pod's
+	// PodDisruptionBudget (policy/v1 Eviction), as kubectl drain uses it.
+	SubEviction = "eviction"
 	// The connect subresources stream to the kubelet or proxy to a pod,
 	// service or node rather than read or write the object.
 	SubExec        = "exec"

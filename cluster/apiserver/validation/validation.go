@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/validate/content"
@@ -64,6 +65,8 @@ func ValidateCreate(obj runtime.Object) field.ErrorList {
 		allErrs = validateLease(o)
 	case *discoveryv1.EndpointSlice:
 		allErrs = validateEndpointSlice(o)
+	case *policyv1.PodDisruptionBudget:
+		allErrs = validatePodDisruptionBudget(o)
 	case *rbacv1.Role:
 		allErrs = validateRole(o)
 	case *rbacv1.ClusterRole:
@@ -132,6 +135,8 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		return withOld(o, old, validateLeaseUpdate)
 	case *discoveryv1.EndpointSlice:
 		return withOld(o, old, validateEndpointSliceUpdate)
+	case *policyv1.PodDisruptionBudget:
+		return withOld(o, old, validatePodDisruptionBudgetUpdate)
 	case *rbacv1.Role:
 		return withOld(o, old, validateRoleUpdate)
 	case *rbacv1.ClusterRole:
@@ -172,6 +177,8 @@ func ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList {
 		return withOld(o, old, validateStatefulSetStatusUpdate)
 	case *batchv1.Job:
 		return withOld(o, old, validateJobStatusUpdate)
+	case *policyv1.PodDisruptionBudget:
+		return withOld(o, old, validatePodDisruptionBudgetStatusUpdate)
 	}
 	return nil
 }

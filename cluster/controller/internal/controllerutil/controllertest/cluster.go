@@ -94,6 +94,8 @@ func StartCluster(t *testing.T, inits ...controllerctx.InitFunc) *Cluster {
 		factory.Apps().V1().DaemonSets().Informer(),
 		factory.Apps().V1().StatefulSets().Informer(),
 		factory.Batch().V1().Jobs().Informer(),
+		factory.Batch().V1().CronJobs().Informer(),
+		factory.Policy().V1().PodDisruptionBudgets().Informer(),
 		factory.Core().V1().Events().Informer(),
 	} {
 		if _, err := inf.AddEventHandler(handler); err != nil {

@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
@@ -79,6 +80,10 @@ func (f *Fixture) Index(objects ...runtime.Object) error {
 			err = inf.Apps().V1().StatefulSets().Informer().GetIndexer().Add(o)
 		case *batchv1.Job:
 			err = inf.Batch().V1().Jobs().Informer().GetIndexer().Add(o)
+		case *batchv1.CronJob:
+			err = inf.Batch().V1().CronJobs().Informer().GetIndexer().Add(o)
+		case *policyv1.PodDisruptionBudget:
+			err = inf.Policy().V1().PodDisruptionBudgets().Informer().GetIndexer().Add(o)
 		default:
 			err = fmt.Errorf("controllertest: no informer for %T", obj)
 		}
