@@ -31,8 +31,9 @@ type result struct {
 	outside bool
 }
 
-// exists is a name with records or names below it; nodata an existing name
-// without records of the asked type; nxdomain a name that does not exist.
+// nodata is the answer for a name that exists (it has records, or names
+// below it) but no records of the asked type; nxdomain for a name that
+// does not exist. zoneName's SOA goes with either.
 func (z *zone) nodata(zoneName string) result { return result{rcode: dns.RcodeSuccess, zone: zoneName} }
 func (z *zone) nxdomain(zoneName string) result {
 	return result{rcode: dns.RcodeNameError, zone: zoneName}

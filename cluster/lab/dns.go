@@ -141,6 +141,14 @@ func ensureDNSObjects(ctx context.Context, client kubernetes.Interface, clusterI
 			},
 		},
 	}
+	// Look first: the API server allocates the ClusterIP before it finds
+	// the name taken, so creating a Service kept from an earlier run fails
+	// as an address already allocated, not as already existing.
+	if _, err := client.CoreV1().Services(ns).Get(ctx, dns.ServiceName, metav1.GetOptions{}); err == nil {
+		return nil
+	} else if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("get Service %s/%s: %w", ns, dns.ServiceName, err)
+	}
 	_, err = client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
 	return created("Service "+ns+"/"+dns.ServiceName, err)
 }

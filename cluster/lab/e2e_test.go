@@ -84,10 +84,10 @@ func TestClusterEndToEnd(t *testing.T) {
 		}
 	}()
 	// nodes, LB node, etcd, leader, PKI, API servers, LB, kubeconfig,
-	// schedulers and controller managers, kubelets, kube-proxies, nodes
-	// Ready, cluster.json.
-	if done != 13 || failed != 0 {
-		t.Errorf("steps done/failed = %d/%d, want 13/0", done, failed)
+	// schedulers and controller managers, kubelets, kube-proxies, cluster
+	// DNS, nodes Ready, cluster.json.
+	if done != 14 || failed != 0 {
+		t.Errorf("steps done/failed = %d/%d, want 14/0", done, failed)
 	}
 
 	// cluster.json describes the cluster as it runs.

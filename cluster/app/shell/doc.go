@@ -2,7 +2,7 @@
 // `kubectl exec -it <pod> -- sh` works in a klab/app pod: the shell is
 // mvdan.cc/sh's interpreter, and the everyday tools a lab needs are built
 // in (ls, cat, env, hostname, sleep, ps, kill, mkdir, rm, touch, cp, mv,
-// head, tail, grep, wc, date, tar, wget, curl, nslookup, ...), as busybox
+// head, tail, grep, wc, date, tar, wget, curl, nslookup, dig, ...), as busybox
 // builds them into one binary. A command that is neither a shell builtin
 // nor one of the tools is not found (exit code 127): the shell never runs
 // a program of the machine it runs on.

@@ -99,20 +99,7 @@ func (t *tool) lookup(ctx context.Context, host string) (string, []string, error
 		addrs, err := net.DefaultResolver.LookupHost(ctx, host)
 		return host, addrs, err
 	}
-	var candidates []string
-	if strings.HasSuffix(host, ".") {
-		candidates = []string{host}
-	} else {
-		if strings.Count(host, ".") >= rc.ndots {
-			candidates = append(candidates, host+".")
-		}
-		for _, s := range rc.search {
-			candidates = append(candidates, host+"."+strings.TrimSuffix(s, ".")+".")
-		}
-		if strings.Count(host, ".") < rc.ndots {
-			candidates = append(candidates, host+".")
-		}
-	}
+	candidates := searchNames(host, rc)
 	server := net.JoinHostPort(rc.nameservers[0], "53")
 	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return t.dial(ctx, network, server)
@@ -130,39 +117,6 @@ func (t *tool) lookup(ctx context.Context, host string) (string, []string, error
 		lastErr = err
 	}
 	return host, nil, lastErr
-}
-
-// nslookup prints what the pod's resolver answers, as busybox's does.
-func nslookup(t *tool, args []string) int {
-	_, ops, err := flags(args, "")
-	if err != nil || len(ops) == 0 {
-		fmt.Fprintln(t.stderr, "usage: nslookup HOST [DNS_SERVER]")
-		return 1
-	}
-	rc := t.resolvConf()
-	server := "(system resolver)"
-	if len(ops) > 1 {
-		rc.nameservers = []string{ops[1]}
-	}
-	if len(rc.nameservers) > 0 {
-		server = rc.nameservers[0]
-	}
-	fmt.Fprintf(t.stdout, "Server:\t\t%s\nAddress:\t%s\n\n", server, net.JoinHostPort(server, "53"))
-	ctx, cancel := context.WithTimeout(t.ctx, 5*time.Second)
-	defer cancel()
-	name, addrs, err := t.lookup(ctx, ops[0])
-	if err != nil {
-		if errors.Is(err, errNXDomain) {
-			fmt.Fprintf(t.stdout, "** server can't find %s: NXDOMAIN\n\n", ops[0])
-		} else {
-			fmt.Fprintf(t.stdout, ";; connection timed out; no servers could be reached\n\n")
-		}
-		return 1
-	}
-	for _, a := range addrs {
-		fmt.Fprintf(t.stdout, "Name:\t%s\nAddress: %s\n\n", name, a)
-	}
-	return 0
 }
 
 // httpClient is an HTTP client that resolves names as the pod does.

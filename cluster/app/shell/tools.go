@@ -41,7 +41,7 @@ func init() {
 		"ls": ls, "cat": cat, "env": env, "printenv": env, "hostname": hostname, "sleep": sleep,
 		"ps": ps, "kill": kill, "mkdir": mkdir, "rm": rm, "rmdir": rmdir, "touch": touch, "cp": cp, "mv": mv,
 		"head": head, "tail": tail, "grep": grep, "wc": wc, "date": date, "tar": tarTool,
-		"wget": wget, "curl": curl, "nslookup": nslookup, "uname": uname, "id": id, "whoami": whoami,
+		"wget": wget, "curl": curl, "nslookup": nslookup, "dig": dig, "uname": uname, "id": id, "whoami": whoami,
 		"seq": seq, "which": which, "basename": basename, "dirname": dirname, "clear": clear,
 		"sh": subShell, "ash": subShell, "bash": subShell,
 	}
