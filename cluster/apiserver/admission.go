@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -63,6 +65,8 @@ func prepareForCreate(res *registry.Resource, obj runtime.Object) {
 		o.Status = appsv1.StatefulSetStatus{}
 	case *batchv1.Job:
 		o.Status = batchv1.JobStatus{}
+	case *certificatesv1.CertificateSigningRequest:
+		o.Status = certificatesv1.CertificateSigningRequestStatus{}
 	}
 	defaults.Default(obj)
 }
@@ -86,6 +90,10 @@ func prepareForUpdate(res *registry.Resource, sub string, obj, current runtime.O
 	m.SetDeletionTimestamp(cm.GetDeletionTimestamp())
 	m.SetDeletionGracePeriodSeconds(cm.GetDeletionGracePeriodSeconds())
 	m.SetGeneration(cm.GetGeneration())
+	if csr, ok := obj.(*certificatesv1.CertificateSigningRequest); ok {
+		prepareCSRUpdate(sub, csr, current.(*certificatesv1.CertificateSigningRequest))
+		return nil
+	}
 	if sub == registry.SubStatus {
 		if pod, ok := obj.(*corev1.Pod); ok {
 			// As upstream's pod status strategy: a status write keeps its
@@ -225,6 +233,14 @@ func validateCreate(obj runtime.Object) field.ErrorList { return validation.Vali
 func validateUpdate(res *registry.Resource, sub string, obj, current runtime.Object) field.ErrorList {
 	if sub == registry.SubStatus {
 		return validation.ValidateStatusUpdate(obj, current)
+	}
+	if sub == registry.SubApproval {
+		csr, ok1 := obj.(*certificatesv1.CertificateSigningRequest)
+		cur, ok2 := current.(*certificatesv1.CertificateSigningRequest)
+		if !ok1 || !ok2 {
+			return field.ErrorList{field.InternalError(nil, fmt.Errorf("approval of %T", obj))}
+		}
+		return validation.ValidateCSRApprovalUpdate(csr, cur)
 	}
 	return validation.ValidateUpdate(obj, current)
 }

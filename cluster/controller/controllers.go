@@ -3,6 +3,7 @@ package controller
 import (
 	"github.com/klab-dev/klab/cluster/controller/clusterroleaggregation"
 	"github.com/klab-dev/klab/cluster/controller/controllerctx"
+	"github.com/klab-dev/klab/cluster/controller/csrsigning"
 	"github.com/klab-dev/klab/cluster/controller/daemonset"
 	"github.com/klab-dev/klab/cluster/controller/deployment"
 	"github.com/klab-dev/klab/cluster/controller/endpoints"
@@ -32,6 +33,7 @@ var initFuncs = map[string]controllerctx.InitFunc{
 	statefulset.Name:                statefulset.Init,
 	job.Name:                        job.Init,
 	clusterroleaggregation.Name:     clusterroleaggregation.Init,
+	csrsigning.Name:                 csrsigning.Init,
 }
 
 // concurrentSyncs are upstream's default worker counts per controller
