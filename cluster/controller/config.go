@@ -46,6 +46,9 @@ type Config struct {
 	// issues with; nil leaves it off.
 	ClusterSigningCert *x509.Certificate
 	ClusterSigningKey  crypto.Signer
+	// RootCA is the CA bundle published as kube-root-ca.crt in every
+	// namespace; empty leaves the publisher off.
+	RootCA []byte
 }
 
 // knownControllers returns the names of the registered controllers,

@@ -13,6 +13,7 @@ import (
 	"github.com/klab-dev/klab/cluster/controller/namespace"
 	"github.com/klab-dev/klab/cluster/controller/nodelifecycle"
 	"github.com/klab-dev/klab/cluster/controller/replicaset"
+	"github.com/klab-dev/klab/cluster/controller/rootcacertpublisher"
 	"github.com/klab-dev/klab/cluster/controller/serviceaccount"
 	"github.com/klab-dev/klab/cluster/controller/statefulset"
 )
@@ -34,6 +35,7 @@ var initFuncs = map[string]controllerctx.InitFunc{
 	job.Name:                        job.Init,
 	clusterroleaggregation.Name:     clusterroleaggregation.Init,
 	csrsigning.Name:                 csrsigning.Init,
+	rootcacertpublisher.Name:        rootcacertpublisher.Init,
 }
 
 // concurrentSyncs are upstream's default worker counts per controller

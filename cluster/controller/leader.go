@@ -91,6 +91,7 @@ func (m *Manager) runControllers(ctx context.Context) {
 		Logger:             m.logger,
 		ClusterSigningCert: m.cfg.ClusterSigningCert,
 		ClusterSigningKey:  m.cfg.ClusterSigningKey,
+		RootCA:             m.cfg.RootCA,
 	}
 	ctx = nodelifecycle.WithObserver(ctx, func(t nodelifecycle.Transition) { m.publish(eventFromTransition(t)) })
 

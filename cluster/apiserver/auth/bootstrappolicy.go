@@ -304,6 +304,7 @@ const (
 	JobController            = "job-controller"
 	AggregationController    = "clusterrole-aggregation-controller"
 	CertificateController    = "certificate-controller"
+	RootCACertPublisher      = "root-ca-cert-publisher"
 )
 
 // controllerRoles are the roles of the controllers klab's controller
@@ -320,6 +321,10 @@ func controllerRoles() []rbacv1.ClusterRole {
 			named(rule(v("sign"), g(certificatesGroup), "signers"), "kubernetes.io/legacy-unknown", "kubernetes.io/kube-apiserver-client",
 				"kubernetes.io/kube-apiserver-client-kubelet", "kubernetes.io/kubelet-serving"),
 			rule(v("create"), g(authorizationGroup), "subjectaccessreviews"),
+			eventsRule(),
+		),
+		c(RootCACertPublisher,
+			rule(v("create", "update"), g(coreGroup), "configmaps"),
 			eventsRule(),
 		),
 		c(AggregationController,

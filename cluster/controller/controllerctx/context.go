@@ -43,6 +43,9 @@ type Context struct {
 	// and --cluster-signing-key-file); nil leaves the signer off.
 	ClusterSigningCert *x509.Certificate
 	ClusterSigningKey  crypto.Signer
+	// RootCA is the PEM bundle the root CA publisher puts into every
+	// namespace (upstream's --root-ca-file); empty leaves it off.
+	RootCA []byte
 }
 
 // Controller is one reconciler of the controller manager.

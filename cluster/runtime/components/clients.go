@@ -71,7 +71,7 @@ func ControllerManager(ctx context.Context, identity string, spec runtime.Contro
 	caKey, _ := p.CAKey()
 	m, err := controller.New(controller.Config{
 		REST: cfg, Identity: identity, Speed: timing.Speed(spec.Speed), DebugListen: spec.DebugListen, Logger: logger,
-		ClusterSigningCert: p.CACert, ClusterSigningKey: caKey,
+		ClusterSigningCert: p.CACert, ClusterSigningKey: caKey, RootCA: p.CAPEM,
 	})
 	if err != nil {
 		return nil, err
