@@ -193,12 +193,19 @@ func (s *Server) admitCreate(ctx context.Context, res *registry.Resource, obj ru
 	// The deprecated serviceAccount field mirrors it, as upstream keeps it.
 	pod.Spec.DeprecatedServiceAccount = pod.Spec.ServiceAccountName
 	saRes, _ := s.reg.Lookup(serviceAccountsGVR)
-	if _, err := s.store.Get(ctx, saRes, pod.Namespace, pod.Spec.ServiceAccountName); err != nil {
+	saObj, err := s.getObject(ctx, saRes, pod.Namespace, pod.Spec.ServiceAccountName)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return apierrors.NewForbidden(res.GroupResource(), pod.Name,
 				fmt.Errorf("error looking up service account %s/%s: serviceaccount %q not found", pod.Namespace, pod.Spec.ServiceAccountName, pod.Spec.ServiceAccountName))
 		}
 		return err
+	}
+	// A mirror pod is the kubelet's record of a static pod, which holds
+	// no API credentials.
+	_, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]
+	if sa, ok := saObj.(*corev1.ServiceAccount); ok && !mirror && automountServiceAccountToken(pod, sa) {
+		mountServiceAccountToken(pod, randomSuffix)
 	}
 	// DefaultTolerationSeconds.
 	addToleration(pod, corev1.TaintNodeNotReady)
