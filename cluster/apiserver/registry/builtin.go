@@ -41,6 +41,7 @@ func builtin() []*Resource {
 		{GroupVersionResource: gvr("apps", "v1", "replicasets"), Kind: "ReplicaSet", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubScale, SubStatus}, ShortNames: []string{"rs"}, Categories: []string{"all"}, FieldLabels: replicaSetFields},
 		// authentication.k8s.io/v1, authorization.k8s.io/v1: computed per request.
 		{GroupVersionResource: gvr("authentication.k8s.io", "v1", "selfsubjectreviews"), Kind: "SelfSubjectReview", Verbs: createOnly, Virtual: true},
+		{GroupVersionResource: gvr("authorization.k8s.io", "v1", "localsubjectaccessreviews"), Kind: "LocalSubjectAccessReview", Namespaced: true, Verbs: createOnly, Virtual: true},
 		{GroupVersionResource: gvr("authorization.k8s.io", "v1", "selfsubjectaccessreviews"), Kind: "SelfSubjectAccessReview", Verbs: createOnly, Virtual: true},
 		{GroupVersionResource: gvr("authorization.k8s.io", "v1", "selfsubjectrulesreviews"), Kind: "SelfSubjectRulesReview", Verbs: createOnly, Virtual: true},
 		{GroupVersionResource: gvr("authorization.k8s.io", "v1", "subjectaccessreviews"), Kind: "SubjectAccessReview", Verbs: createOnly, Virtual: true},
