@@ -2,6 +2,7 @@ package lab
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -28,7 +29,37 @@ import (
 // approved CSR signed by the CA, and a TokenRequest's token accepted.
 func TestClusterCredentials(t *testing.T) {
 	testenv.EndToEnd(t)
-	f := startLoopCluster(t, 1, 0, 1)
+	checkCredentials(t, startLoopCluster(t, 1, 0, 1))
+}
+
+// TestDockerClusterCredentials checks the same on Docker, where each
+// component's container holds its own copy of the PKI.
+func TestDockerClusterCredentials(t *testing.T) {
+	bin := requireDocker(t)
+	testHome(t)
+	name := dockerClusterName(t, "kt")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c, err := Up(ctx, Spec{Name: name, Masters: 1, Speed: 10, Runtime: RuntimeDocker, NoFsync: true}, Options{Binary: bin})
+	if err != nil {
+		t.Fatalf("Up: %v", err)
+	}
+	f := &loopFixture{t: t, name: name, c: c, ctx: ctx}
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Info().Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.client, err = kubernetes.NewForConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	checkCredentials(t, f)
+	if _, err := Down(ctx, name, false, nil); err != nil {
+		t.Errorf("Down: %v", err)
+	}
+}
+
+func checkCredentials(t *testing.T, f *loopFixture) {
+	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", f.c.Info().Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
