@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -66,6 +68,8 @@ func prepareForCreate(res *registry.Resource, obj runtime.Object) {
 		o.Status = batchv1.JobStatus{}
 	case *policyv1.PodDisruptionBudget:
 		o.Status = policyv1.PodDisruptionBudgetStatus{}
+	case *certificatesv1.CertificateSigningRequest:
+		o.Status = certificatesv1.CertificateSigningRequestStatus{}
 	}
 	defaults.Default(obj)
 }
@@ -89,6 +93,10 @@ func prepareForUpdate(res *registry.Resource, sub string, obj, current runtime.O
 	m.SetDeletionTimestamp(cm.GetDeletionTimestamp())
 	m.SetDeletionGracePeriodSeconds(cm.GetDeletionGracePeriodSeconds())
 	m.SetGeneration(cm.GetGeneration())
+	if csr, ok := obj.(*certificatesv1.CertificateSigningRequest); ok {
+		prepareCSRUpdate(sub, csr, current.(*certificatesv1.CertificateSigningRequest))
+		return nil
+	}
 	if sub == registry.SubStatus {
 		if pod, ok := obj.(*corev1.Pod); ok {
 			// As upstream's pod status strategy: a status write keeps its
@@ -188,12 +196,19 @@ func (s *Server) admitCreate(ctx context.Context, res *registry.Resource, obj ru
 	// The deprecated serviceAccount field mirrors it, as upstream keeps it.
 	pod.Spec.DeprecatedServiceAccount = pod.Spec.ServiceAccountName
 	saRes, _ := s.reg.Lookup(serviceAccountsGVR)
-	if _, err := s.store.Get(ctx, saRes, pod.Namespace, pod.Spec.ServiceAccountName); err != nil {
+	saObj, err := s.getObject(ctx, saRes, pod.Namespace, pod.Spec.ServiceAccountName)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return apierrors.NewForbidden(res.GroupResource(), pod.Name,
 				fmt.Errorf("error looking up service account %s/%s: serviceaccount %q not found", pod.Namespace, pod.Spec.ServiceAccountName, pod.Spec.ServiceAccountName))
 		}
 		return err
+	}
+	// A mirror pod is the kubelet's record of a static pod, which holds
+	// no API credentials.
+	_, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]
+	if sa, ok := saObj.(*corev1.ServiceAccount); ok && !mirror && automountServiceAccountToken(pod, sa) {
+		mountServiceAccountToken(pod, randomSuffix)
 	}
 	// DefaultTolerationSeconds.
 	addToleration(pod, corev1.TaintNodeNotReady)
@@ -228,6 +243,14 @@ func validateCreate(obj runtime.Object) field.ErrorList { return validation.Vali
 func validateUpdate(res *registry.Resource, sub string, obj, current runtime.Object) field.ErrorList {
 	if sub == registry.SubStatus {
 		return validation.ValidateStatusUpdate(obj, current)
+	}
+	if sub == registry.SubApproval {
+		csr, ok1 := obj.(*certificatesv1.CertificateSigningRequest)
+		cur, ok2 := current.(*certificatesv1.CertificateSigningRequest)
+		if !ok1 || !ok2 {
+			return field.ErrorList{field.InternalError(nil, fmt.Errorf("approval of %T", obj))}
+		}
+		return validation.ValidateCSRApprovalUpdate(csr, cur)
 	}
 	return validation.ValidateUpdate(obj, current)
 }

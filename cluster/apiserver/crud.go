@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,6 +107,9 @@ func (s *Server) create(w http.ResponseWriter, req *request) {
 	if err := s.checkEscalation(req, obj, nil); err != nil {
 		writeError(w, req.Request, err)
 		return
+	}
+	if csr, ok := obj.(*certificatesv1.CertificateSigningRequest); ok {
+		setRequester(csr, req.user)
 	}
 	created, err := s.createObject(req.Context(), req.res, req.info.namespace, obj, writeParams{dryRun: isDryRun(req.Request), manager: managerOf(req.Request)})
 	if err != nil {
@@ -274,6 +279,9 @@ func (s *Server) updateObject(ctx context.Context, req *request, newObject func(
 			if err := s.admitUpdate(ctx, res, obj, current); err != nil {
 				return nil, err
 			}
+		}
+		if err := s.admitCSRWrite(req, obj, current); err != nil {
+			return nil, err
 		}
 		if errs := validateUpdate(res, sub, obj, current); len(errs) > 0 {
 			return nil, apierrors.NewInvalid(res.GVK().GroupKind(), req.info.name, errs)

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"fmt"
 	"net/http"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -42,6 +43,39 @@ func (s *Server) createVirtual(w http.ResponseWriter, req *request, obj runtime.
 			ResourceAttributes: o.Spec.ResourceAttributes, NonResourceAttributes: o.Spec.NonResourceAttributes,
 		})
 		o.ObjectMeta = metav1.ObjectMeta{CreationTimestamp: metav1.Now()}
+		writeObject(w, req.Request, http.StatusCreated, o)
+	case *authorizationv1.LocalSubjectAccessReview:
+		// A SubjectAccessReview confined to one namespace, so that a
+		// namespace's admins may ask it (kubectl auth can-i asks it of
+		// nobody; webhooks and operators do).
+		namespace := req.info.namespace
+		if o.Namespace == "" {
+			o.Namespace = namespace
+		}
+		var errs field.ErrorList
+		if o.Namespace != namespace {
+			writeError(w, req.Request, apierrors.NewBadRequest(fmt.Sprintf("spec.resourceAttributes.namespace must match namespace: %v", namespace)))
+			return
+		}
+		if o.Spec.User == "" && len(o.Spec.Groups) == 0 {
+			errs = append(errs, field.Invalid(field.NewPath("spec"), o.Spec, "at least one of user or group must be specified"))
+		}
+		if o.Spec.ResourceAttributes == nil && o.Spec.NonResourceAttributes == nil {
+			errs = append(errs, field.Required(field.NewPath("spec", "resourceAttributes"), "exactly one of nonResourceAttributes or resourceAttributes must be specified"))
+		}
+		if ra := o.Spec.ResourceAttributes; ra != nil && ra.Namespace != o.Namespace {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "resourceAttributes", "namespace"), ra.Namespace, "must match metadata.namespace"))
+		}
+		if o.Spec.NonResourceAttributes != nil {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "nonResourceAttributes"), o.Spec.NonResourceAttributes, "disallowed on this kind of request"))
+		}
+		if len(errs) > 0 {
+			writeError(w, req.Request, apierrors.NewInvalid(req.res.GVK().GroupKind(), "", errs))
+			return
+		}
+		subject := auth.User{Name: o.Spec.User, UID: o.Spec.UID, Groups: o.Spec.Groups}
+		o.Status = s.authz.Review(subject, authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: o.Spec.ResourceAttributes})
+		o.ObjectMeta = metav1.ObjectMeta{Namespace: namespace, CreationTimestamp: metav1.Now()}
 		writeObject(w, req.Request, http.StatusCreated, o)
 	case *authenticationv1.SelfSubjectReview:
 		// kubectl auth whoami: what authentication made of the token.

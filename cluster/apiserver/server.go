@@ -4,8 +4,8 @@
 //
 // A request takes upstream's path through the server:
 //
-//	authentication (bearer token) → authorization (RBAC, from the stored
-//	roles and bindings)
+//	authentication (client certificate, token file, ServiceAccount token)
+//	→ authorization (RBAC, from the stored roles and bindings)
 //	→ decoding → admission (defaults, namespace lifecycle, service
 //	accounts, tolerations, IP and port allocation) → validation
 //	→ storage in etcd (a transaction on the object's revision)

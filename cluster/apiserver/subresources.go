@@ -23,7 +23,7 @@ import (
 var scaleGVK = schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
 
 // serveSubresource serves status, scale, binding, log, the streaming
-// subresources (exec, attach, portforward), proxy and token.
+// subresources (exec, attach, portforward), proxy, token and approval.
 func (s *Server) serveSubresource(w http.ResponseWriter, req *request) {
 	sub := req.info.subresource
 	if !req.res.HasSubresource(sub) || req.info.name == "" {
@@ -53,6 +53,12 @@ func (s *Server) serveSubresource(w http.ResponseWriter, req *request) {
 		s.serveConnect(w, req)
 	case sub == registry.SubProxy:
 		s.serveProxy(w, req)
+	case sub == registry.SubApproval && verb == registry.VerbGet:
+		s.get(w, req)
+	case sub == registry.SubApproval && verb == registry.VerbUpdate:
+		s.update(w, req)
+	case sub == registry.SubApproval && verb == registry.VerbPatch:
+		s.patch(w, req)
 	case sub == registry.SubToken && verb == registry.VerbCreate:
 		s.createToken(w, req)
 	default:

@@ -106,6 +106,15 @@ func TestKubectlCreateToken(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The ServiceAccount admission plugin gave the pod its token
+		// volume, mounted where client libraries look.
+		if vols := created.Spec.Volumes; len(vols) != 1 || !strings.HasPrefix(vols[0].Name, "kube-api-access-") || len(vols[0].Name) != len("kube-api-access-")+5 ||
+			vols[0].Projected == nil {
+			t.Errorf("pod volumes %+v; want one projected kube-api-access-xxxxx", vols)
+		} else if m := created.Spec.Containers[0].VolumeMounts; len(m) != 1 || m[0].Name != vols[0].Name ||
+			m[0].MountPath != "/var/run/secrets/kubernetes.io/serviceaccount" || !m[0].ReadOnly {
+			t.Errorf("container mounts %+v; want %s read-only at /var/run/secrets/kubernetes.io/serviceaccount", m, vols[0].Name)
+		}
 		k8s, _ := tokenPayload(t, tok)["kubernetes.io"].(map[string]any)
 		if podRef, _ := k8s["pod"].(map[string]any); podRef["name"] != "web" || podRef["uid"] != string(created.UID) {
 			t.Errorf("kubernetes.io claim %v; want pod web %s", k8s, created.UID)
@@ -116,6 +125,18 @@ func TestKubectlCreateToken(t *testing.T) {
 		}
 		k.ok(ctx, t, "delete", "pod", "web", "-n", "dev", "--grace-period=0", "--force")
 		wantUnauthorized(ctx, t, sa, "a token bound to a deleted pod")
+
+		// An account that opts out of automounting gives its pods no
+		// token volume.
+		k.ok(ctx, t, "create", "serviceaccount", "quiet", "-n", "dev")
+		k.ok(ctx, t, "patch", "serviceaccount", "quiet", "-n", "dev", "-p", `{"automountServiceAccountToken":false}`)
+		quiet := pod("dev", "quiet", "")
+		quiet.Spec.ServiceAccountName = "quiet"
+		if got, err := admin.CoreV1().Pods("dev").Create(ctx, quiet, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		} else if len(got.Spec.Volumes) != 0 || len(got.Spec.Containers[0].VolumeMounts) != 0 {
+			t.Errorf("pod of an account without automount got volumes %+v", got.Spec.Volumes)
+		}
 
 		// Only a pod running as the service account can be bound.
 		other := pod("dev", "other", "")

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"crypto"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -40,6 +42,13 @@ type Config struct {
 	// Workers is the number of workers of every controller; 0 means each
 	// controller's upstream default.
 	Workers int
+	// ClusterSigningCert and ClusterSigningKey are the CA the CSR signer
+	// issues with; nil leaves it off.
+	ClusterSigningCert *x509.Certificate
+	ClusterSigningKey  crypto.Signer
+	// RootCA is the CA bundle published as kube-root-ca.crt in every
+	// namespace; empty leaves the publisher off.
+	RootCA []byte
 }
 
 // knownControllers returns the names of the registered controllers,

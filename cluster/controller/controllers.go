@@ -3,6 +3,7 @@ package controller
 import (
 	"github.com/klab-dev/klab/cluster/controller/clusterroleaggregation"
 	"github.com/klab-dev/klab/cluster/controller/controllerctx"
+	"github.com/klab-dev/klab/cluster/controller/csrsigning"
 	"github.com/klab-dev/klab/cluster/controller/daemonset"
 	"github.com/klab-dev/klab/cluster/controller/deployment"
 	"github.com/klab-dev/klab/cluster/controller/disruption"
@@ -13,6 +14,7 @@ import (
 	"github.com/klab-dev/klab/cluster/controller/namespace"
 	"github.com/klab-dev/klab/cluster/controller/nodelifecycle"
 	"github.com/klab-dev/klab/cluster/controller/replicaset"
+	"github.com/klab-dev/klab/cluster/controller/rootcacertpublisher"
 	"github.com/klab-dev/klab/cluster/controller/serviceaccount"
 	"github.com/klab-dev/klab/cluster/controller/statefulset"
 )
@@ -34,6 +36,8 @@ var initFuncs = map[string]controllerctx.InitFunc{
 	job.Name:                        job.Init,
 	disruption.Name:                 disruption.Init,
 	clusterroleaggregation.Name:     clusterroleaggregation.Init,
+	csrsigning.Name:                 csrsigning.Init,
+	rootcacertpublisher.Name:        rootcacertpublisher.Init,
 }
 
 // concurrentSyncs are upstream's default worker counts per controller

@@ -82,13 +82,16 @@ func (m *Manager) runControllers(ctx context.Context) {
 	shared := informers.NewSharedInformerFactoryWithOptions(m.client, resync, informers.WithTransform(trimManagedFields))
 	metadataShared := metadatainformer.NewSharedInformerFactoryWithOptions(m.metadata, resync, metadatainformer.WithTransform(trimManagedFields))
 	cctx := controllerctx.Context{
-		Client:            m.client,
-		Informers:         shared,
-		Metadata:          m.metadata,
-		MetadataInformers: metadataShared,
-		Recorder:          m.recorder,
-		Speed:             m.cfg.Speed,
-		Logger:            m.logger,
+		Client:             m.client,
+		Informers:          shared,
+		Metadata:           m.metadata,
+		MetadataInformers:  metadataShared,
+		Recorder:           m.recorder,
+		Speed:              m.cfg.Speed,
+		Logger:             m.logger,
+		ClusterSigningCert: m.cfg.ClusterSigningCert,
+		ClusterSigningKey:  m.cfg.ClusterSigningKey,
+		RootCA:             m.cfg.RootCA,
 	}
 	ctx = nodelifecycle.WithObserver(ctx, func(t nodelifecycle.Transition) { m.publish(eventFromTransition(t)) })
 

@@ -16,6 +16,11 @@
 // kube-apiserver-kubelet-client in group system:masters, as kubeadm's),
 // with which the API server opens exec, attach and port-forward streams.
 //
+// The service-account key pair (sa.key, sa.pub, as kubeadm names them)
+// signs and verifies ServiceAccount tokens; unlike the serving
+// certificate it is never replaced, since every token handed out depends
+// on it.
+//
 // Clients prove who they are with bearer tokens, listed in tokens.csv in
 // kube-apiserver's --token-auth-file format (see package
 // cluster/apiserver/auth): the admin of the user's kubeconfig

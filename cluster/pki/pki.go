@@ -269,6 +269,15 @@ func (p *PKI) ServerTLSConfig() (*tls.Config, error) {
 	}, nil
 }
 
+// CAKey returns the CA's key, which the controller manager's CSR signer
+// issues client certificates with.
+func (p *PKI) CAKey() (crypto.Signer, error) {
+	if p.caKey == nil {
+		return nil, fmt.Errorf("ca key: %s holds no %s", p.Dir, CAKeyFile)
+	}
+	return p.caKey, nil
+}
+
 // CertPool returns a pool holding the cluster's CA, for clients.
 func (p *PKI) CertPool() *x509.CertPool {
 	pool := x509.NewCertPool()

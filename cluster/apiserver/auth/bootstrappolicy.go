@@ -306,6 +306,8 @@ const (
 	StatefulSetController    = "statefulset-controller"
 	DisruptionController     = "disruption-controller"
 	CronJobController        = "cronjob-controller"
+	CertificateController    = "certificate-controller"
+	RootCACertPublisher      = "root-ca-cert-publisher"
 )
 
 // controllerRoles are the roles of the controllers klab's controller
@@ -315,6 +317,19 @@ func controllerRoles() []rbacv1.ClusterRole {
 		return clusterRole(ControllerRolePrefix+name, nil, rules...)
 	}
 	return []rbacv1.ClusterRole{
+		c(CertificateController,
+			rule(v("get", "list", "watch", "delete"), g(certificatesGroup), "certificatesigningrequests"),
+			rule(v("update"), g(certificatesGroup), "certificatesigningrequests/status", "certificatesigningrequests/approval"),
+			named(rule(v("approve"), g(certificatesGroup), "signers"), "kubernetes.io/kube-apiserver-client-kubelet", "kubernetes.io/legacy-unknown"),
+			named(rule(v("sign"), g(certificatesGroup), "signers"), "kubernetes.io/legacy-unknown", "kubernetes.io/kube-apiserver-client",
+				"kubernetes.io/kube-apiserver-client-kubelet", "kubernetes.io/kubelet-serving"),
+			rule(v("create"), g(authorizationGroup), "subjectaccessreviews"),
+			eventsRule(),
+		),
+		c(RootCACertPublisher,
+			rule(v("create", "update"), g(coreGroup), "configmaps"),
+			eventsRule(),
+		),
 		c(AggregationController,
 			rule(v("escalate", "get", "list", "watch", "update", "patch"), g(rbacGroup), "clusterroles"),
 		),

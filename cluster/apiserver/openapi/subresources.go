@@ -42,6 +42,7 @@ type subresourceKind struct {
 
 var subresourceKinds = map[string]subresourceKind{
 	"status":              {style: subObject},
+	"approval":            {style: subObject},
 	"finalize":            {style: subReplace},
 	"ephemeralcontainers": {style: subObject},
 	"resize":              {style: subObject},

@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -44,28 +45,29 @@ func typed[T runtime.Object](columns []metav1.TableColumnDefinition, row func(T,
 // handlers holds a printer per object type. A list is printed with the handler
 // of its items' type, so an empty PodList still gets the pod columns.
 var handlers = map[reflect.Type]handler{
-	reflect.TypeFor[*corev1.Namespace]():             typed(namespaceColumns, printNamespace),
-	reflect.TypeFor[*corev1.Node]():                  typed(nodeColumns, printNode),
-	reflect.TypeFor[*corev1.Pod]():                   typed(podColumns, printPod),
-	reflect.TypeFor[*corev1.Service]():               typed(serviceColumns, printService),
-	reflect.TypeFor[*corev1.Endpoints]():             typed(endpointsColumns, printEndpoints),
-	reflect.TypeFor[*corev1.ConfigMap]():             typed(configMapColumns, printConfigMap),
-	reflect.TypeFor[*corev1.Secret]():                typed(secretColumns, printSecret),
-	reflect.TypeFor[*corev1.ServiceAccount]():        typed(serviceAccountColumns, printServiceAccount),
-	reflect.TypeFor[*corev1.Event]():                 typed(eventColumns, printCoreEvent),
-	reflect.TypeFor[*eventsv1.Event]():               typed(eventColumns, printEventsEvent),
-	reflect.TypeFor[*appsv1.Deployment]():            typed(deploymentColumns, printDeployment),
-	reflect.TypeFor[*appsv1.ReplicaSet]():            typed(replicaSetColumns, printReplicaSet),
-	reflect.TypeFor[*appsv1.DaemonSet]():             typed(daemonSetColumns, printDaemonSet),
-	reflect.TypeFor[*appsv1.StatefulSet]():           typed(statefulSetColumns, printStatefulSet),
-	reflect.TypeFor[*batchv1.Job]():                  typed(jobColumns, printJob),
-	reflect.TypeFor[*coordinationv1.Lease]():         typed(leaseColumns, printLease),
-	reflect.TypeFor[*discoveryv1.EndpointSlice]():    typed(endpointSliceColumns, printEndpointSlice),
-	reflect.TypeFor[*policyv1.PodDisruptionBudget](): typed(podDisruptionBudgetColumns, printPodDisruptionBudget),
-	reflect.TypeFor[*rbacv1.Role]():                  typed(roleColumns, printRole),
-	reflect.TypeFor[*rbacv1.ClusterRole]():           typed(roleColumns, printClusterRole),
-	reflect.TypeFor[*rbacv1.RoleBinding]():           typed(roleBindingColumns, printRoleBinding),
-	reflect.TypeFor[*rbacv1.ClusterRoleBinding]():    typed(roleBindingColumns, printClusterRoleBinding),
+	reflect.TypeFor[*corev1.Namespace]():                         typed(namespaceColumns, printNamespace),
+	reflect.TypeFor[*corev1.Node]():                              typed(nodeColumns, printNode),
+	reflect.TypeFor[*corev1.Pod]():                               typed(podColumns, printPod),
+	reflect.TypeFor[*corev1.Service]():                           typed(serviceColumns, printService),
+	reflect.TypeFor[*corev1.Endpoints]():                         typed(endpointsColumns, printEndpoints),
+	reflect.TypeFor[*corev1.ConfigMap]():                         typed(configMapColumns, printConfigMap),
+	reflect.TypeFor[*corev1.Secret]():                            typed(secretColumns, printSecret),
+	reflect.TypeFor[*corev1.ServiceAccount]():                    typed(serviceAccountColumns, printServiceAccount),
+	reflect.TypeFor[*corev1.Event]():                             typed(eventColumns, printCoreEvent),
+	reflect.TypeFor[*eventsv1.Event]():                           typed(eventColumns, printEventsEvent),
+	reflect.TypeFor[*appsv1.Deployment]():                        typed(deploymentColumns, printDeployment),
+	reflect.TypeFor[*appsv1.ReplicaSet]():                        typed(replicaSetColumns, printReplicaSet),
+	reflect.TypeFor[*appsv1.DaemonSet]():                         typed(daemonSetColumns, printDaemonSet),
+	reflect.TypeFor[*appsv1.StatefulSet]():                       typed(statefulSetColumns, printStatefulSet),
+	reflect.TypeFor[*batchv1.Job]():                              typed(jobColumns, printJob),
+	reflect.TypeFor[*coordinationv1.Lease]():                     typed(leaseColumns, printLease),
+	reflect.TypeFor[*discoveryv1.EndpointSlice]():                typed(endpointSliceColumns, printEndpointSlice),
+	reflect.TypeFor[*policyv1.PodDisruptionBudget]():             typed(podDisruptionBudgetColumns, printPodDisruptionBudget),
+	reflect.TypeFor[*rbacv1.Role]():                              typed(roleColumns, printRole),
+	reflect.TypeFor[*rbacv1.ClusterRole]():                       typed(roleColumns, printClusterRole),
+	reflect.TypeFor[*rbacv1.RoleBinding]():                       typed(roleBindingColumns, printRoleBinding),
+	reflect.TypeFor[*rbacv1.ClusterRoleBinding]():                typed(roleBindingColumns, printClusterRoleBinding),
+	reflect.TypeFor[*certificatesv1.CertificateSigningRequest](): typed(csrColumns, printCSR),
 }
 
 // Table converts obj — a typed object (e.g. *corev1.Pod) or a typed list

@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -40,9 +41,12 @@ func builtin() []*Resource {
 		{GroupVersionResource: gvr("apps", "v1", "replicasets"), Kind: "ReplicaSet", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubScale, SubStatus}, ShortNames: []string{"rs"}, Categories: []string{"all"}, FieldLabels: replicaSetFields},
 		// authentication.k8s.io/v1, authorization.k8s.io/v1: computed per request.
 		{GroupVersionResource: gvr("authentication.k8s.io", "v1", "selfsubjectreviews"), Kind: "SelfSubjectReview", Verbs: createOnly, Virtual: true},
+		{GroupVersionResource: gvr("authorization.k8s.io", "v1", "localsubjectaccessreviews"), Kind: "LocalSubjectAccessReview", Namespaced: true, Verbs: createOnly, Virtual: true},
 		{GroupVersionResource: gvr("authorization.k8s.io", "v1", "selfsubjectaccessreviews"), Kind: "SelfSubjectAccessReview", Verbs: createOnly, Virtual: true},
 		{GroupVersionResource: gvr("authorization.k8s.io", "v1", "selfsubjectrulesreviews"), Kind: "SelfSubjectRulesReview", Verbs: createOnly, Virtual: true},
 		{GroupVersionResource: gvr("authorization.k8s.io", "v1", "subjectaccessreviews"), Kind: "SubjectAccessReview", Verbs: createOnly, Virtual: true},
+		// certificates.k8s.io/v1
+		{GroupVersionResource: gvr("certificates.k8s.io", "v1", "certificatesigningrequests"), Kind: "CertificateSigningRequest", Verbs: allVerbs, Subresources: []string{SubApproval, SubStatus}, ShortNames: []string{"csr"}, FieldLabels: csrFields},
 		// batch/v1
 		{GroupVersionResource: gvr("batch", "v1", "jobs"), Kind: "Job", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubStatus}, Categories: []string{"all"}, FieldLabels: jobFields},
 		// coordination.k8s.io/v1
@@ -77,6 +81,10 @@ func podFields(obj runtime.Object) map[string]string {
 		"status.podIP":             p.Status.PodIP,
 		"status.nominatedNodeName": p.Status.NominatedNodeName,
 	}
+}
+
+func csrFields(obj runtime.Object) map[string]string {
+	return map[string]string{"spec.signerName": obj.(*certificatesv1.CertificateSigningRequest).Spec.SignerName}
 }
 
 func nodeFields(obj runtime.Object) map[string]string {

@@ -40,6 +40,9 @@ const (
 	SubLog     = "log"
 	// SubToken is serviceaccounts/token, the TokenRequest API.
 	SubToken = "token"
+	// SubApproval is certificatesigningrequests/approval, where a CSR is
+	// approved or denied.
+	SubApproval = "approval"
 	// SubFinalize is namespaces/finalize: the namespace controller removes
 	// its spec finalizer through it once a namespace is empty.
 	SubFinalize = "finalize"

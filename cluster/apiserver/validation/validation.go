@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -75,6 +76,8 @@ func ValidateCreate(obj runtime.Object) field.ErrorList {
 		allErrs = validateRoleBinding(o)
 	case *rbacv1.ClusterRoleBinding:
 		allErrs, namespaced = validateClusterRoleBinding(o), false
+	case *certificatesv1.CertificateSigningRequest:
+		allErrs, namespaced = validateCSR(o), false
 	default:
 		return nil
 	}
@@ -145,6 +148,8 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		return withOld(o, old, validateRoleBindingUpdate)
 	case *rbacv1.ClusterRoleBinding:
 		return withOld(o, old, validateClusterRoleBindingUpdate)
+	case *certificatesv1.CertificateSigningRequest:
+		return withOld(o, old, validateCSRUpdate)
 	}
 	return nil
 }
@@ -179,6 +184,8 @@ func ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList {
 		return withOld(o, old, validateJobStatusUpdate)
 	case *policyv1.PodDisruptionBudget:
 		return withOld(o, old, validatePodDisruptionBudgetStatusUpdate)
+	case *certificatesv1.CertificateSigningRequest:
+		return withOld(o, old, validateCSRStatusUpdate)
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ package controllerctx
 
 import (
 	"context"
+	"crypto"
+	"crypto/x509"
 	"log/slog"
 
 	"k8s.io/client-go/informers"
@@ -36,6 +38,14 @@ type Context struct {
 	Speed timing.Speed
 	// Logger is the manager's log.
 	Logger *slog.Logger
+	// ClusterSigningCert and ClusterSigningKey are the CA the CSR signer
+	// issues certificates with (upstream's --cluster-signing-cert-file
+	// and --cluster-signing-key-file); nil leaves the signer off.
+	ClusterSigningCert *x509.Certificate
+	ClusterSigningKey  crypto.Signer
+	// RootCA is the PEM bundle the root CA publisher puts into every
+	// namespace (upstream's --root-ca-file); empty leaves it off.
+	RootCA []byte
 }
 
 // Controller is one reconciler of the controller manager.

@@ -61,12 +61,17 @@ func Scheduler(ctx context.Context, identity string, spec runtime.SchedulerSpec,
 // master's node name). It returns once its debug endpoint listens; it
 // campaigns for the lease in the background.
 func ControllerManager(ctx context.Context, identity string, spec runtime.ControllerManagerSpec, dial DialFunc, logger *slog.Logger) (Process, error) {
-	cfg, _, err := restConfig(spec.ClientSpec, auth.KubeControllerManager, dial)
+	cfg, p, err := restConfig(spec.ClientSpec, auth.KubeControllerManager, dial)
 	if err != nil {
 		return nil, err
 	}
+	// The CSR signer issues with the cluster CA, as kubeadm points
+	// --cluster-signing-cert-file and --cluster-signing-key-file at it; a
+	// PKI directory without ca.key leaves the signer off.
+	caKey, _ := p.CAKey()
 	m, err := controller.New(controller.Config{
 		REST: cfg, Identity: identity, Speed: timing.Speed(spec.Speed), DebugListen: spec.DebugListen, Logger: logger,
+		ClusterSigningCert: p.CACert, ClusterSigningKey: caKey, RootCA: p.CAPEM,
 	})
 	if err != nil {
 		return nil, err

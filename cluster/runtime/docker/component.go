@@ -142,7 +142,7 @@ func (r *Runtime) CreateComponent(ctx context.Context, spec runtime.ComponentSpe
 		return fmt.Errorf("create component %s: create container %s: %w", spec.Ref, name, err)
 	}
 	if run.pkiDir != "" {
-		if err := r.copyPKI(ctx, resp.ID, run.pkiDir); err != nil {
+		if err := r.copyPKI(ctx, resp.ID, run.pkiDir, run.withCAKey); err != nil {
 			if rmErr := r.removeContainer(ctx, resp.ID); rmErr != nil {
 				r.opts.Logger.Warn("remove a half-made component container", "component", spec.Ref, "err", rmErr)
 			}
@@ -158,6 +158,10 @@ func (r *Runtime) CreateComponent(ctx context.Context, spec runtime.ComponentSpe
 type componentRun struct {
 	cmd    []string
 	pkiDir string
+	// withCAKey gives the component the CA's key too: only the
+	// controller manager signs (its CSR signer), as kubeadm gives
+	// kube-controller-manager ca.key for --cluster-signing-key-file.
+	withCAKey bool
 }
 
 // commandFor returns the command of the component spec describes, `klab
@@ -221,14 +225,16 @@ func commandFor(spec runtime.ComponentSpec, nodeCIDR string) (componentRun, erro
 	if err != nil {
 		return componentRun{}, fmt.Errorf("encode the %s spec: %w", name, err)
 	}
-	return componentRun{cmd: []string{name, "--node", spec.Ref.Node, "--spec", string(data)}, pkiDir: pki}, nil
+	return componentRun{cmd: []string{name, "--node", spec.Ref.Node, "--spec", string(data)}, pkiDir: pki,
+		withCAKey: spec.ControllerManager != nil}, nil
 }
 
 // copyPKI copies the files of the host's PKI directory into a created
-// container at pkiInContainer. The CA's private key stays on the host:
-// components verify with the CA and never sign.
-func (r *Runtime) copyPKI(ctx context.Context, id, dir string) error {
-	archive, err := pkiArchive(dir)
+// container at pkiInContainer. The CA's private key stays on the host
+// unless withCAKey: components verify with the CA, and only the
+// controller manager's CSR signer signs.
+func (r *Runtime) copyPKI(ctx context.Context, id, dir string, withCAKey bool) error {
+	archive, err := pkiArchive(dir, withCAKey)
 	if err != nil {
 		return err
 	}
@@ -239,8 +245,9 @@ func (r *Runtime) copyPKI(ctx context.Context, id, dir string) error {
 }
 
 // pkiArchive returns a tar of dir's regular files under pkiInContainer,
-// with the directories leading to it (the image has none).
-func pkiArchive(dir string) (*bytes.Buffer, error) {
+// with the directories leading to it (the image has none); ca.key only
+// when withCAKey.
+func pkiArchive(dir string, withCAKey bool) (*bytes.Buffer, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read the PKI directory: %w", err)
@@ -256,7 +263,7 @@ func pkiArchive(dir string) (*bytes.Buffer, error) {
 	}
 	files := 0
 	for _, e := range entries {
-		if e.Name() == pki.CAKeyFile {
+		if e.Name() == pki.CAKeyFile && !withCAKey {
 			continue
 		}
 		// Stat follows symlinks, so a linked file is copied as a file.

@@ -151,7 +151,7 @@ func TestPKIArchive(t *testing.T) {
 	}
 	os.Mkdir(filepath.Join(dir, "sub"), 0o700)
 
-	buf, err := pkiArchive(dir)
+	buf, err := pkiArchive(dir, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,10 +195,31 @@ func TestPKIArchive(t *testing.T) {
 		t.Errorf("archive holds %d files, want %d: %v", len(got), len(files)-1, got)
 	}
 
-	if _, err := pkiArchive(t.TempDir()); err == nil {
+	// The controller manager's copy holds the CA key, for its signer.
+	buf, err = pkiArchive(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withKey := tar.NewReader(buf)
+	found := false
+	for {
+		h, err := withKey.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		found = found || h.Name == strings.TrimPrefix(pkiInContainer, "/")+"/ca.key"
+	}
+	if !found {
+		t.Error("the archive with the CA key lacks ca.key")
+	}
+
+	if _, err := pkiArchive(t.TempDir(), false); err == nil {
 		t.Error("an empty PKI directory was accepted")
 	}
-	if _, err := pkiArchive(filepath.Join(dir, "missing")); err == nil {
+	if _, err := pkiArchive(filepath.Join(dir, "missing"), false); err == nil {
 		t.Error("a missing PKI directory was accepted")
 	}
 }
