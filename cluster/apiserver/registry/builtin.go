@@ -44,6 +44,7 @@ func builtin() []*Resource {
 		{GroupVersionResource: gvr("authorization.k8s.io", "v1", "selfsubjectrulesreviews"), Kind: "SelfSubjectRulesReview", Verbs: createOnly, Virtual: true},
 		{GroupVersionResource: gvr("authorization.k8s.io", "v1", "subjectaccessreviews"), Kind: "SubjectAccessReview", Verbs: createOnly, Virtual: true},
 		// batch/v1
+		{GroupVersionResource: gvr("batch", "v1", "cronjobs"), Kind: "CronJob", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubStatus}, ShortNames: []string{"cj"}, Categories: []string{"all"}},
 		{GroupVersionResource: gvr("batch", "v1", "jobs"), Kind: "Job", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubStatus}, Categories: []string{"all"}, FieldLabels: jobFields},
 		// coordination.k8s.io/v1
 		{GroupVersionResource: gvr("coordination.k8s.io", "v1", "leases"), Kind: "Lease", Namespaced: true, Verbs: allVerbs},

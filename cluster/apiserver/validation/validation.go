@@ -61,6 +61,8 @@ func ValidateCreate(obj runtime.Object) field.ErrorList {
 		allErrs = validateStatefulSet(o)
 	case *batchv1.Job:
 		allErrs = validateJob(o)
+	case *batchv1.CronJob:
+		allErrs = validateCronJob(o)
 	case *coordinationv1.Lease:
 		allErrs = validateLease(o)
 	case *discoveryv1.EndpointSlice:
@@ -131,6 +133,8 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		return withOld(o, old, validateStatefulSetUpdate)
 	case *batchv1.Job:
 		return withOld(o, old, validateJobUpdate)
+	case *batchv1.CronJob:
+		return withOld(o, old, validateCronJobUpdate)
 	case *coordinationv1.Lease:
 		return withOld(o, old, validateLeaseUpdate)
 	case *discoveryv1.EndpointSlice:
@@ -177,6 +181,8 @@ func ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList {
 		return withOld(o, old, validateStatefulSetStatusUpdate)
 	case *batchv1.Job:
 		return withOld(o, old, validateJobStatusUpdate)
+	case *batchv1.CronJob:
+		return withOld(o, old, validateCronJobStatusUpdate)
 	case *policyv1.PodDisruptionBudget:
 		return withOld(o, old, validatePodDisruptionBudgetStatusUpdate)
 	}
