@@ -66,6 +66,8 @@ func prepareForCreate(res *registry.Resource, obj runtime.Object) {
 		o.Status = appsv1.StatefulSetStatus{}
 	case *batchv1.Job:
 		o.Status = batchv1.JobStatus{}
+	case *batchv1.CronJob:
+		o.Status = batchv1.CronJobStatus{}
 	case *policyv1.PodDisruptionBudget:
 		o.Status = policyv1.PodDisruptionBudgetStatus{}
 	case *certificatesv1.CertificateSigningRequest:

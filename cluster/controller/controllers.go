@@ -3,6 +3,7 @@ package controller
 import (
 	"github.com/klab-dev/klab/cluster/controller/clusterroleaggregation"
 	"github.com/klab-dev/klab/cluster/controller/controllerctx"
+	"github.com/klab-dev/klab/cluster/controller/cronjob"
 	"github.com/klab-dev/klab/cluster/controller/csrsigning"
 	"github.com/klab-dev/klab/cluster/controller/daemonset"
 	"github.com/klab-dev/klab/cluster/controller/deployment"
@@ -35,6 +36,7 @@ var initFuncs = map[string]controllerctx.InitFunc{
 	statefulset.Name:                statefulset.Init,
 	job.Name:                        job.Init,
 	disruption.Name:                 disruption.Init,
+	cronjob.Name:                    cronjob.Init,
 	clusterroleaggregation.Name:     clusterroleaggregation.Init,
 	csrsigning.Name:                 csrsigning.Init,
 	rootcacertpublisher.Name:        rootcacertpublisher.Init,

@@ -50,6 +50,8 @@ func Default(obj runtime.Object) {
 		defaultStatefulSet(o)
 	case *batchv1.Job:
 		defaultJob(o)
+	case *batchv1.CronJob:
+		defaultCronJob(o)
 	case *discoveryv1.EndpointSlice:
 		defaultEndpointSlice(o)
 	}

@@ -60,6 +60,7 @@ var handlers = map[reflect.Type]handler{
 	reflect.TypeFor[*appsv1.DaemonSet]():                         typed(daemonSetColumns, printDaemonSet),
 	reflect.TypeFor[*appsv1.StatefulSet]():                       typed(statefulSetColumns, printStatefulSet),
 	reflect.TypeFor[*batchv1.Job]():                              typed(jobColumns, printJob),
+	reflect.TypeFor[*batchv1.CronJob]():                          typed(cronJobColumns, printCronJob),
 	reflect.TypeFor[*coordinationv1.Lease]():                     typed(leaseColumns, printLease),
 	reflect.TypeFor[*discoveryv1.EndpointSlice]():                typed(endpointSliceColumns, printEndpointSlice),
 	reflect.TypeFor[*policyv1.PodDisruptionBudget]():             typed(podDisruptionBudgetColumns, printPodDisruptionBudget),

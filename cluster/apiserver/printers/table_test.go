@@ -76,6 +76,12 @@ func TestEveryPrinterFillsItsColumns(t *testing.T) {
 					if _, ok := cells[i].(int64); !ok {
 						t.Errorf("column %q: cell %#v is not an int64", c.Name, cells[i])
 					}
+				case "boolean":
+					// Upstream's CronJob SUSPEND is a boolean column whose
+					// cell is printBoolPtr's text.
+					if v, _ := cells[i].(string); v != "True" && v != "False" && v != "<unset>" {
+						t.Errorf("column %q: cell %#v is not True, False or <unset>", c.Name, cells[i])
+					}
 				case "date":
 					if _, ok := cells[i].(string); !ok {
 						t.Errorf("column %q: cell %#v is not a timestamp string", c.Name, cells[i])

@@ -48,6 +48,7 @@ func builtin() []*Resource {
 		// certificates.k8s.io/v1
 		{GroupVersionResource: gvr("certificates.k8s.io", "v1", "certificatesigningrequests"), Kind: "CertificateSigningRequest", Verbs: allVerbs, Subresources: []string{SubApproval, SubStatus}, ShortNames: []string{"csr"}, FieldLabels: csrFields},
 		// batch/v1
+		{GroupVersionResource: gvr("batch", "v1", "cronjobs"), Kind: "CronJob", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubStatus}, ShortNames: []string{"cj"}, Categories: []string{"all"}},
 		{GroupVersionResource: gvr("batch", "v1", "jobs"), Kind: "Job", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubStatus}, Categories: []string{"all"}, FieldLabels: jobFields},
 		// coordination.k8s.io/v1
 		{GroupVersionResource: gvr("coordination.k8s.io", "v1", "leases"), Kind: "Lease", Namespaced: true, Verbs: allVerbs},

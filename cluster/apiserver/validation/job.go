@@ -80,7 +80,10 @@ func validateHasLabel(meta metav1.ObjectMeta, fldPath *field.Path, key, expected
 	return nil
 }
 
-func validateJobSpec(spec *batchv1.JobSpec, fldPath *field.Path) field.ErrorList {
+// validateJobTemplateSpecSpec checks a Job spec as a CronJob's template
+// holds it too: everything but the selector, which the API server
+// generates when the Job is made.
+func validateJobTemplateSpecSpec(spec *batchv1.JobSpec, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	for _, f := range []struct {
 		name  string
@@ -158,7 +161,13 @@ func validateJobSpec(spec *batchv1.JobSpec, fldPath *field.Path) field.ErrorList
 	default:
 		allErrs = append(allErrs, field.NotSupported(restartPath, policy, []corev1.RestartPolicy{corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever}))
 	}
+	return allErrs
+}
 
+// validateJobSpec checks a Job's own spec: what a template's spec must
+// hold, and a selector that picks the template's Pods.
+func validateJobSpec(spec *batchv1.JobSpec, fldPath *field.Path) field.ErrorList {
+	allErrs := validateJobTemplateSpecSpec(spec, fldPath)
 	if spec.Selector == nil {
 		allErrs = append(allErrs, field.Required(fldPath.Child("selector"), ""))
 	} else {

@@ -62,6 +62,8 @@ func ValidateCreate(obj runtime.Object) field.ErrorList {
 		allErrs = validateStatefulSet(o)
 	case *batchv1.Job:
 		allErrs = validateJob(o)
+	case *batchv1.CronJob:
+		allErrs = validateCronJob(o)
 	case *coordinationv1.Lease:
 		allErrs = validateLease(o)
 	case *discoveryv1.EndpointSlice:
@@ -134,6 +136,8 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		return withOld(o, old, validateStatefulSetUpdate)
 	case *batchv1.Job:
 		return withOld(o, old, validateJobUpdate)
+	case *batchv1.CronJob:
+		return withOld(o, old, validateCronJobUpdate)
 	case *coordinationv1.Lease:
 		return withOld(o, old, validateLeaseUpdate)
 	case *discoveryv1.EndpointSlice:
@@ -182,6 +186,8 @@ func ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList {
 		return withOld(o, old, validateStatefulSetStatusUpdate)
 	case *batchv1.Job:
 		return withOld(o, old, validateJobStatusUpdate)
+	case *batchv1.CronJob:
+		return withOld(o, old, validateCronJobStatusUpdate)
 	case *policyv1.PodDisruptionBudget:
 		return withOld(o, old, validatePodDisruptionBudgetStatusUpdate)
 	case *certificatesv1.CertificateSigningRequest:

@@ -210,7 +210,7 @@ func TestAttemptToDeleteWorker(t *testing.T) {
 	})
 	t.Run("an owner of a kind klab does not serve keeps its dependent, retried", func(t *testing.T) {
 		pod := newObject(podsResource, "pod", func(m *metav1.PartialObjectMetadata) {
-			m.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "CronJob", Name: "db", UID: "uid-db"}}
+			m.OwnerReferences = []metav1.OwnerReference{{APIVersion: "autoscaling/v2", Kind: "HorizontalPodAutoscaler", Name: "db", UID: "uid-db"}}
 		})
 		f := newFixture(t, pod)
 		f.observe(pod)
