@@ -139,7 +139,9 @@ func TestDockerCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := 3*6 + 1 + 3*2; len(infos) != want {
+	// Masters run seven (etcd, API server, scheduler, controller manager,
+	// kubelet, kube-proxy, cluster DNS), workers two, and one load balancer.
+	if want := 3*7 + 1 + 3*2; len(infos) != want {
 		t.Errorf("components = %d, want %d: %v", len(infos), want, infos)
 	}
 	for _, ci := range infos {
