@@ -34,7 +34,10 @@ func TestReshapeFlow(t *testing.T) {
 	// more.
 	f.press("esc")
 	f.waitFor("the step's need in the status line", mark, 5*time.Second, allOf("go back a step and on again (N, n)"))
-	mark = f.press("N", "n")
+	// One key at a time: back on the previous step first, then on again.
+	mark = f.press("N")
+	f.waitFor("the previous step", mark, 5*time.Second, allOf(fmt.Sprintf("Step %d/%d", at, len(l.Steps))))
+	mark = f.press("n")
 	f.waitFor("the offer again", mark, 5*time.Second, allOf("enter  recreate it (masters: 2, workers: 1)"))
 
 	mark = f.press("enter")
