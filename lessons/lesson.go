@@ -42,6 +42,33 @@ func (l *Lesson) ShapeAt(i int) Shape {
 	return l.Cluster
 }
 
+// SegmentNeeds returns what the checks read of the steps that share step
+// i's cluster: from the step that last asked for a cluster (or the first)
+// up to the next one that asks for another. A reader follows them for the
+// whole life of that cluster, so that a key's value is current whenever a
+// step begins and no request or Event is missed while a source connects.
+func (l *Lesson) SegmentNeeds(i int) Needs {
+	var n Needs
+	if len(l.Steps) == 0 {
+		return n
+	}
+	i = max(0, min(i, len(l.Steps)-1))
+	start := i
+	for start > 0 && l.Steps[start].Cluster == nil {
+		start--
+	}
+	for j := start; j < len(l.Steps); j++ {
+		s := l.Steps[j]
+		if j > start && s.Cluster != nil {
+			break
+		}
+		if s.Check != nil {
+			n = n.Merge(s.Check.Needs())
+		}
+	}
+	return n
+}
+
 // Step is one thing to do and see.
 type Step struct {
 	// ID names the step, unique within its lesson; progress is kept by it,

@@ -1,6 +1,10 @@
 package lessons
 
-import "testing"
+import (
+	"reflect"
+	"slices"
+	"testing"
+)
 
 func TestShapeAt(t *testing.T) {
 	three, two, five := Shape{Masters: 3, Workers: 1}, Shape{Masters: 2, Workers: 1}, Shape{Masters: 5, Workers: 1}
@@ -18,5 +22,38 @@ func TestShapeAt(t *testing.T) {
 	}
 	if got := l.ShapeAt(-1); got != three {
 		t.Errorf("ShapeAt(-1) = %+v, want %+v", got, three)
+	}
+}
+
+// TestSegmentNeeds: the needs around a step are those of every step that
+// shares its cluster, before it and after it, and of no other cluster's.
+func TestSegmentNeeds(t *testing.T) {
+	key := func(k string) Check { return KeyExistsCheck{Key: k} }
+	l := &Lesson{Steps: []*Step{
+		{ID: "a", Check: key("/a")},
+		{ID: "b", Check: LeaderChangedCheck{}},
+		{ID: "c", Check: key("/c")},
+		{ID: "d", Check: key("/d"), Cluster: &Shape{Masters: 5}},
+		{ID: "e", Check: key("/e")},
+	}}
+	for _, tt := range []struct {
+		step int
+		want []string
+	}{
+		{0, []string{"/a", "/c"}},
+		{2, []string{"/a", "/c"}},
+		{3, []string{"/d", "/e"}},
+		{4, []string{"/d", "/e"}},
+		{9, []string{"/d", "/e"}},
+	} {
+		if got := l.SegmentNeeds(tt.step).Keys; !slices.Equal(got, tt.want) {
+			t.Errorf("SegmentNeeds(%d).Keys = %q, want %q", tt.step, got, tt.want)
+		}
+	}
+	if !l.SegmentNeeds(1).Members {
+		t.Error("SegmentNeeds(1) does not follow the members its leader-changed check reads")
+	}
+	if got := (&Lesson{}).SegmentNeeds(0); !reflect.DeepEqual(got, Needs{}) {
+		t.Errorf("SegmentNeeds of a lesson without steps = %+v, want none", got)
 	}
 }

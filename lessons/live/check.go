@@ -95,7 +95,7 @@ func CheckLesson(ctx context.Context, l *lessons.Lesson, opts CheckOptions) (rep
 				shape = *step.Cluster
 			}
 			setup := time.Now()
-			if err := c.bringUp(ctx, shape, segmentNeeds(l.Steps[i:])); err != nil {
+			if err := c.bringUp(ctx, shape, l.SegmentNeeds(i)); err != nil {
 				return rep, i18n.Wrap(err, "lessons.live.err.cluster", l.ID, step.ID, shape.Masters, shape.Workers)
 			}
 			res.Setup = time.Since(setup)
@@ -111,26 +111,6 @@ func CheckLesson(ctx context.Context, l *lessons.Lesson, opts CheckOptions) (rep
 	}
 	return rep, nil
 }
-
-// segmentNeeds returns what the checks of steps read, up to the next step
-// that starts a new cluster: it is followed for the whole life of a
-// cluster, so that a key's value is current whenever a step begins, and
-// no request or Event is missed while a source connects.
-func segmentNeeds(steps []*lessons.Step) lessons.Needs {
-	var n lessons.Needs
-	for i, s := range steps {
-		if i > 0 && s.Cluster != nil {
-			break
-		}
-		if s.Check != nil {
-			n = n.Merge(s.Check.Needs())
-		}
-	}
-	return n
-}
-
-// segmentKeys returns the etcd keys of segmentNeeds.
-func segmentKeys(steps []*lessons.Step) []string { return segmentNeeds(steps).Keys }
 
 // checker is one lesson's check: the cluster it runs on, the feed from
 // that cluster and the evaluator the feed feeds.

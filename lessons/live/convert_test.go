@@ -214,19 +214,3 @@ func TestWithCluster(t *testing.T) {
 	}
 }
 
-func TestSegmentKeys(t *testing.T) {
-	key := func(k string) lessons.Check { return lessons.KeyExistsCheck{Key: k} }
-	steps := []*lessons.Step{
-		{ID: "a", Check: key("/a")},
-		{ID: "b", Check: lessons.LeaderChangedCheck{}},
-		{ID: "c", Check: key("/c")},
-		{ID: "d", Check: key("/d"), Cluster: &lessons.Shape{Masters: 5}},
-		{ID: "e", Check: key("/e")},
-	}
-	if got, want := segmentKeys(steps), []string{"/a", "/c"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("keys of the first cluster = %q, want %q", got, want)
-	}
-	if got, want := segmentKeys(steps[3:]), []string{"/d", "/e"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("keys of the second cluster = %q, want %q", got, want)
-	}
-}

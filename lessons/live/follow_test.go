@@ -57,7 +57,7 @@ func TestChecksSeeWhatTheClusterSaw(t *testing.T) {
 	defer cancel()
 	f := StartFeed(ctx, info, FeedOptions{NoMembers: true})
 	defer f.Close()
-	f.Follow(segmentNeeds(steps))
+	f.Follow(ls[0].SegmentNeeds(0))
 	e := lessons.NewEvaluator()
 	feed := func(what string, done func() bool, until <-chan struct{}) {
 		t.Helper()

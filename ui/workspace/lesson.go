@@ -80,18 +80,15 @@ func (m *Model) saveProgress(f func(p *lessons.Progress) error) tea.Cmd {
 type progressErrMsg struct{ err error }
 
 // beginStep shows step i, shows its view, starts judging its check and
-// watches the keys the check reads.
+// has the feed follow what the checks of the steps on this cluster read,
+// so that a command typed in another terminal counts as one typed here.
 func (m *Model) beginStep(i int) tea.Cmd {
 	m.pane.SetStep(i)
 	st := m.pane.Step()
 	m.view = viewOf(st.View, m.view)
 	var cmds []tea.Cmd
 	if m.feed != nil {
-		var keys []string
-		if st.Check != nil {
-			keys = st.Check.Needs().Keys
-		}
-		m.feed.SetKeys(keys)
+		m.feed.Follow(m.pane.Lesson().SegmentNeeds(i))
 	}
 	v := m.eval.Begin(st.Check)
 	if v.Passed {

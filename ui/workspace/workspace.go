@@ -43,10 +43,11 @@ const (
 )
 
 // LessonFeed is what the lesson's checks read besides the Observer: the
-// Kubernetes and etcd watches (lessons/live's Feed).
+// Kubernetes and etcd watches, API requests, kube-proxies' modes and
+// traffic runs (lessons/live's Feed), following what Follow asks for.
 type LessonFeed interface {
 	Observations() <-chan []lessons.Observation
-	SetKeys(keys []string)
+	Follow(needs lessons.Needs)
 	Close()
 }
 
