@@ -2,6 +2,7 @@ package lessons
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -244,25 +245,50 @@ func (d *decoder) bilingual(n *yaml.Node, path string) Bilingual {
 	if f == nil {
 		return b
 	}
-	read := func(lang i18n.Lang, missing i18n.Message) string {
+	// runtimes are each language's runtime passages; ok when both read.
+	var runtimes [2][]string
+	ok := true
+	read := func(i int, lang i18n.Lang, missing i18n.Message) string {
 		v := f.get(string(lang))
 		if v == nil {
 			d.fail(n, path, missing)
+			ok = false
 			return ""
 		}
 		if isNull(v) {
 			d.fail(v, path, missing)
+			ok = false
 			return ""
 		}
-		s, ok := d.scalar(v, field(path, string(lang)))
-		if ok && strings.TrimSpace(s) == "" {
+		p := field(path, string(lang))
+		s, read := d.scalar(v, p)
+		if read && strings.TrimSpace(s) == "" {
 			d.fail(v, path, missing)
 		}
+		parts, err := splitRuntimes(s)
+		if err != nil {
+			d.failAt(textLine(v, err.line), 0, p, err.msg)
+		}
+		ok = ok && read && err == nil
+		runtimes[i] = runtimesOf(parts)
 		return s
 	}
-	b.Korean = read(i18n.Korean, i18n.M("lessons.err.missing-ko"))
-	b.English = read(i18n.English, i18n.M("lessons.err.missing-en"))
+	b.Korean = read(0, i18n.Korean, i18n.M("lessons.err.missing-ko"))
+	b.English = read(1, i18n.English, i18n.M("lessons.err.missing-en"))
+	if ok && !slices.Equal(runtimes[0], runtimes[1]) {
+		d.fail(n, path, i18n.M("lessons.err.runtime-mismatch", strings.Join(runtimes[0], ", "), strings.Join(runtimes[1], ", ")))
+	}
 	return b
+}
+
+// textLine returns the line of the file that holds line i (from 0) of
+// scalar v's text: a block scalar's text starts on the line after its
+// indicator; a flow scalar that spans lines is taken line for line.
+func textLine(v *yaml.Node, i int) int {
+	if v.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+		return v.Line + 1 + i
+	}
+	return v.Line + i
 }
 
 // bilingualField reads a required bilingual field of f.

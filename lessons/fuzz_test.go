@@ -30,6 +30,7 @@ func FuzzLoad(f *testing.F) {
 	} {
 		f.Add([]byte(strings.Replace(sample, "check: leader-changed", "check: "+check, 1)))
 	}
+	f.Add([]byte(strings.Replace(sample, "ko: 본문\n      en: Body", "ko: |\n        ::: docker\n        a\n        :::\n      en: |\n        ::: local\n        b", 1)))
 	f.Add([]byte("a: &a [*a]\n"))
 	f.Add([]byte("{{{{{{{{"))
 	_ = fs.WalkDir(content, "content", func(p string, d fs.DirEntry, err error) error {

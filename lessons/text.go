@@ -18,5 +18,6 @@ func (b Bilingual) Text(l i18n.Lang) string {
 	return b.English
 }
 
-// String returns the text in the current language.
-func (b Bilingual) String() string { return b.Text(i18n.Current()) }
+// String returns the text in the current language, with the passages
+// of each runtime named (ForRuntime without a runtime).
+func (b Bilingual) String() string { return b.ForRuntime(i18n.Current(), "") }

@@ -213,4 +213,3 @@ func TestWithCluster(t *testing.T) {
 		})
 	}
 }
-

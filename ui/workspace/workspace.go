@@ -149,6 +149,9 @@ func New(c *common.Common, l labio.Lab, st *labstate.State, opts Options) *Model
 	m.cmdline = cmdline.New(c, run, &cmdline.Completer{Names: m.names})
 	if opts.Lesson != nil && len(opts.Lesson.Steps) > 0 {
 		m.pane = lesson.New(c, opts.Lesson, opts.Step)
+		if m.info != nil {
+			m.pane.SetRuntime(m.info.Runtime)
+		}
 		m.eval = lessons.NewEvaluator()
 		m.focus = focusLesson
 		if p := opts.Progress; p != nil {

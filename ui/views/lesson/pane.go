@@ -30,6 +30,10 @@ type Pane struct {
 
 	lesson *lessons.Lesson
 	step   int
+	// runtime is the cluster's runtime (lessons.RuntimeDocker or
+	// RuntimeLocal), whose passages of the text are shown; empty shows
+	// both, each under its name.
+	runtime string
 	// done marks the steps completed, by ID.
 	done map[string]bool
 	// answers are the choices predicted, by step ID.
@@ -66,6 +70,12 @@ func New(c *common.Common, l *lessons.Lesson, step int) *Pane {
 	p := &Pane{c: c, lesson: l, done: map[string]bool{}, answers: map[string]int{}}
 	p.SetStep(step)
 	return p
+}
+
+// SetRuntime makes the text read as it does on the cluster's runtime.
+func (p *Pane) SetRuntime(rt string) {
+	p.runtime = rt
+	p.body.lines = nil
 }
 
 // Lesson returns the lesson shown.
@@ -321,7 +331,7 @@ func (p *Pane) bodyLines(width int) []string {
 	if p.step == 0 {
 		md.WriteString(frameMarkdown(p.lesson.Frame))
 	}
-	md.WriteString(unwrapListItems(st.Body.String()))
+	md.WriteString(unwrapListItems(st.Body.ForRuntime(i18n.Current(), p.runtime)))
 	if st.Predict != nil {
 		md.WriteString(predictionMarkdown(st.Predict, answer, passed))
 	}
@@ -332,7 +342,7 @@ func (p *Pane) bodyLines(width int) []string {
 		}
 	}
 	if p.Last() && passed {
-		md.WriteString(recapMarkdown(p.lesson.Frame))
+		md.WriteString(recapMarkdown(p.lesson.Frame, p.runtime))
 	}
 	lines := strings.Split(renderMarkdown(md.String(), width, dark, colour), "\n")
 	s := p.c.Styles.Lesson
@@ -341,7 +351,7 @@ func (p *Pane) bodyLines(width int) []string {
 	// out too wide and broke apart, leaving words without the bar.
 	bar := s.Rule.Render("│ ")
 	for i := 0; i < p.hints; i++ {
-		hint := fmt.Sprintf("**%s** %s", i18n.T("ui.lesson.hint", i+1), oneParagraph(st.Hints[i].String()))
+		hint := fmt.Sprintf("**%s** %s", i18n.T("ui.lesson.hint", i+1), oneParagraph(st.Hints[i].ForRuntime(i18n.Current(), p.runtime)))
 		lines = append(lines, "")
 		for _, l := range strings.Split(renderMarkdown(hint, max(width-2, 1), dark, colour), "\n") {
 			lines = append(lines, bar+l)
@@ -449,14 +459,14 @@ func frameMarkdown(f lessons.Frame) string {
 
 // recapMarkdown is what the lesson says once its last step passed: the
 // recap and what to read next.
-func recapMarkdown(f lessons.Frame) string {
+func recapMarkdown(f lessons.Frame, runtime string) string {
 	if f.Recap == (lessons.Bilingual{}) && len(f.ReadNext) == 0 {
 		return ""
 	}
 	var md strings.Builder
 	md.WriteString("\n\n---\n\n")
 	if f.Recap != (lessons.Bilingual{}) {
-		fmt.Fprintf(&md, "**%s**\n\n%s\n\n", i18n.T("lessons.frame.recap"), unwrapListItems(f.Recap.String()))
+		fmt.Fprintf(&md, "**%s**\n\n%s\n\n", i18n.T("lessons.frame.recap"), unwrapListItems(f.Recap.ForRuntime(i18n.Current(), runtime)))
 	}
 	if len(f.ReadNext) > 0 {
 		fmt.Fprintf(&md, "**%s**\n\n", i18n.T("lessons.frame.read-next"))

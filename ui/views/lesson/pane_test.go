@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/lessons"
 	"github.com/klab-dev/klab/ui/internal/uitest"
@@ -138,6 +140,56 @@ func TestPaneFrame(t *testing.T) {
 	for _, want := range []string{"Recap", "A leader is elected by a majority.", "Read next", "https://raft.github.io/raft.pdf"} {
 		if !strings.Contains(frame, want) {
 			t.Errorf("the last step, passed, lacks %q:\n%s", want, frame)
+		}
+	}
+}
+
+// TestPaneRuntimeText: the cluster tour's nodes step reads as it does on
+// the cluster's runtime, in both languages, and names both runtimes when
+// the pane does not know which one runs.
+func TestPaneRuntimeText(t *testing.T) {
+	all, err := lessons.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tour *lessons.Lesson
+	for _, l := range all {
+		if l.ID == "cluster-tour" {
+			tour = l
+		}
+	}
+	if tour == nil {
+		t.Fatal("no cluster-tour lesson")
+	}
+	_, step := tour.Step("nodes")
+	if step < 0 {
+		t.Fatal("cluster-tour has no step nodes")
+	}
+	for _, tt := range []struct {
+		lang       i18n.Lang
+		rt         string
+		want, lose []string
+	}{
+		{i18n.English, lessons.RuntimeDocker, []string{"docker://klab"}, []string{"local://klab", ":::", "On the local runtime"}},
+		{i18n.English, lessons.RuntimeLocal, []string{"local://klab"}, []string{"docker://klab", ":::", "On the Docker runtime"}},
+		{i18n.English, "", []string{"On the Docker runtime:", "docker://klab", "On the local runtime:", "local://klab"}, []string{":::"}},
+		{i18n.Korean, lessons.RuntimeDocker, []string{"docker://klab"}, []string{"local://klab", ":::"}},
+		{i18n.Korean, lessons.RuntimeLocal, []string{"local://klab"}, []string{"docker://klab", ":::"}},
+	} {
+		c := uitest.Setup(t, tt.lang)
+		p := New(c, tour, step)
+		p.SetRuntime(tt.rt)
+		p.SetSize(60, 200)
+		frame := strings.Join(strings.Fields(ansi.Strip(p.Render(true))), " ")
+		for _, w := range tt.want {
+			if !strings.Contains(frame, w) {
+				t.Errorf("%s on %q lacks %q:\n%s", tt.lang, tt.rt, w, frame)
+			}
+		}
+		for _, l := range tt.lose {
+			if strings.Contains(frame, l) {
+				t.Errorf("%s on %q shows %q:\n%s", tt.lang, tt.rt, l, frame)
+			}
 		}
 	}
 }
