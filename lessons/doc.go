@@ -32,6 +32,21 @@
 // command per entry, quoted as in a shell but without pipes, redirections or
 // &&, since the TUI's command line runs them without a shell.
 //
+// Where a fact differs between klab's runtimes, the Markdown holds a
+// passage for each, fenced by lines of their own:
+//
+//	::: docker
+//	`docker ps` lists the pod's sandbox and its container.
+//	:::
+//	::: local
+//	The pod's containers run inside the klab process.
+//	:::
+//
+// The TUI shows the passages of the cluster's runtime; klab lessons show,
+// with no cluster to ask, shows both under their runtime's name. The
+// Korean and the English text must have the same passages in the same
+// order.
+//
 // The loader is strict, as a lesson that silently loses a hint or a check is
 // worse than one that does not load: unknown keys at any depth, a missing
 // translation, an unknown view or check, a bad parameter, and ids used twice
