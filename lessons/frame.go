@@ -138,3 +138,28 @@ func (f *fields) optionalBilingual(key string) Bilingual {
 
 // Right reports whether choice i is a right answer.
 func (p *Prediction) Right(i int) bool { return i >= 0 && i < len(p.Choices) && p.Choices[i].Right }
+
+// About returns, in the current language, one line on the lesson's size:
+// its estimated time, its level and the lessons to take first, those
+// given; empty when the frame gives none of them. name gives a lesson's
+// name from its id; nil names lessons by id.
+func (f Frame) About(name func(id string) string) string {
+	var parts []string
+	if f.Minutes > 0 {
+		parts = append(parts, i18n.T("lessons.frame.minutes", f.Minutes))
+	}
+	if f.Level != "" {
+		parts = append(parts, i18n.T("lessons.level."+string(f.Level)))
+	}
+	if len(f.Prerequisites) > 0 {
+		names := f.Prerequisites
+		if name != nil {
+			names = make([]string, len(f.Prerequisites))
+			for i, id := range f.Prerequisites {
+				names[i] = name(id)
+			}
+		}
+		parts = append(parts, i18n.T("lessons.frame.prerequisites", strings.Join(names, ", ")))
+	}
+	return strings.Join(parts, " · ")
+}

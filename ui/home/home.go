@@ -70,6 +70,10 @@ type Model struct {
 
 	lessons  []*lessons.Lesson
 	progress *lessons.Progress
+	// lessonTop is the first lesson row shown when the terminal is too
+	// short for them all (0 is free play); the list scrolls with the
+	// cursor.
+	lessonTop int
 	// lesson is the lesson chosen, nil for free play; step is where it
 	// opens.
 	lesson *lessons.Lesson

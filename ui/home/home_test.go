@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/charmbracelet/x/ansi"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -237,5 +240,54 @@ func TestHomeLessonStepShape(t *testing.T) {
 	m.choose(quorum)
 	if _, step := m.Lesson(); step != two || m.Spec().Masters != 2 {
 		t.Errorf("progress at two-members: step %d on %d masters, want %d on 2", step, m.Spec().Masters, two)
+	}
+}
+
+// TestHomeScrollsLessons: with more lessons than an 80×24 terminal holds,
+// the lesson list scrolls with the cursor, says how many rows are above
+// and below, and the settings and the start action stay on the screen.
+func TestHomeScrollsLessons(t *testing.T) {
+	for _, lang := range uitest.Langs {
+		c := uitest.Setup(t, lang)
+		ls, err := lessons.Embedded()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Fifteen lessons: the embedded ones and copies under other ids.
+		var many []*lessons.Lesson
+		for i := 0; len(many) < 15; i++ {
+			l := *ls[i%len(ls)]
+			l.ID = fmt.Sprintf("%s-%d", l.ID, i)
+			l.Title = lessons.Bilingual{Korean: fmt.Sprintf("레슨 %02d", i), English: fmt.Sprintf("Lesson %02d", i)}
+			many = append(many, &l)
+		}
+		spec := lab.DefaultSpec()
+		spec.Name = "demo"
+		m := New(c, context.Background(), spec, slog.New(slog.DiscardHandler), Options{Lessons: many})
+		m.SetSize(80, 24)
+		m.Update(labio.DockerMsg{Version: "28.2.2"})
+		start := i18n.T("ui.home.start", spec.Name, spec.Masters)
+		for i := range many {
+			frame := ansi.Strip(m.View())
+			uitest.CheckFrame(t, m.View(), 80, 24)
+			if r := m.at(); r.kind == rowLesson && r.index > 0 {
+				title := many[r.index-1].Title.String()
+				if !strings.Contains(frame, "▸   "+title) {
+					t.Fatalf("%s: lesson %d focused but not shown:\n%s", lang, i, frame)
+				}
+			}
+			for _, want := range []string{start, i18n.T("ui.home.masters"), i18n.T("ui.home.runtime")} {
+				if !strings.Contains(frame, want) {
+					t.Fatalf("%s: %q is off the screen with lesson %d focused:\n%s", lang, want, i, frame)
+				}
+			}
+			if i == 0 && !strings.Contains(frame, "↓ ") {
+				t.Errorf("%s: no rows-below note at the top of the list:\n%s", lang, frame)
+			}
+			press(m, "down")
+		}
+		if frame := ansi.Strip(m.View()); !strings.Contains(frame, "↑ ") {
+			t.Errorf("%s: no rows-above note at the end of the list:\n%s", lang, frame)
+		}
 	}
 }

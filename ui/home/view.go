@@ -33,7 +33,13 @@ func (m *Model) View() string {
 	if m.starting != nil || len(m.steps) > 0 || m.pending != "" || m.err != nil {
 		lines = append(lines, m.progressLines(w)...)
 	} else {
-		lines = append(lines, m.formLines(w)...)
+		form := m.formLines(w, 0)
+		// Too tall for the terminal: the lesson list scrolls, the rest of
+		// the form stays whole.
+		if excess := len(lines) + len(form) - m.height; excess > 0 {
+			form = m.formLines(w, max(3, len(m.lessons)+1-excess-2))
+		}
+		lines = append(lines, form...)
 	}
 	body := strings.Join(lines, "\n")
 	// Centred horizontally, a little above the middle vertically.
@@ -53,8 +59,9 @@ func indent(s string, n int) string {
 }
 
 // formLines draws the settings, the lessons, the hint for the focused
-// row, and the actions.
-func (m *Model) formLines(w int) []string {
+// row, and the actions. With limit > 0 it shows at most limit lesson
+// rows, around the cursor, and says how many more are above and below.
+func (m *Model) formLines(w, limit int) []string {
 	s := m.c.Styles
 	labelW := 0
 	labels := map[int]string{rowLang: "ui.home.lang", rowMasters: "ui.home.masters", rowWorkers: "ui.home.workers", rowSpeed: "ui.home.speed", rowRuntime: "ui.home.runtime", rowName: "ui.home.name"}
@@ -81,11 +88,20 @@ func (m *Model) formLines(w int) []string {
 		focused := i == m.cursor
 		switch r.kind {
 		case rowLesson:
+			top, end := m.lessonWindow(limit, cur)
 			if r.index == 0 {
 				lines = append(lines, "", s.Home.Section.Render(i18n.T("ui.home.lessons")))
+				if top > 0 {
+					lines = append(lines, s.Home.Note.Render("    "+i18n.T("ui.home.more-above", top)))
+				}
 			}
-			lines = append(lines, m.lessonLine(r.index, focused, w))
+			if r.index >= top && r.index < end {
+				lines = append(lines, m.lessonLine(r.index, focused, w))
+			}
 			if r.index == len(m.lessons) {
+				if more := len(m.lessons) + 1 - end; more > 0 {
+					lines = append(lines, s.Home.Note.Render("    "+i18n.T("ui.home.more-below", more)))
+				}
 				lines = append(lines, "")
 			}
 			continue
@@ -93,6 +109,12 @@ func (m *Model) formLines(w int) []string {
 			lines = append(lines, "")
 			for _, hint := range common.Pack(strings.Fields(m.hint(cur)), w-2, " ") {
 				lines = append(lines, "  "+s.Home.Note.Render(hint))
+			}
+			// A lesson's frame: how long, what level, what to take first.
+			if cur.kind == rowLesson && cur.index > 0 {
+				for _, about := range common.Pack(strings.Fields(m.lessons[cur.index-1].Frame.About(m.lessonTitle)), w-2, " ") {
+					lines = append(lines, "  "+s.Home.Note.Render(about))
+				}
 			}
 			lines = append(lines, "", action(focused, m.startLabel()))
 			continue
@@ -200,6 +222,33 @@ func (m *Model) startLabel() string {
 		label += " · " + i18n.T("ui.home.with-lesson", m.lesson.Title.String())
 	}
 	return label
+}
+
+// lessonWindow returns the lesson rows shown, [top, end), at most limit
+// of them (all when limit is 0), moved only as far as keeps the cursor's
+// row in view when it is on a lesson.
+func (m *Model) lessonWindow(limit int, cur row) (top, end int) {
+	rows := len(m.lessons) + 1
+	if limit <= 0 || limit >= rows {
+		return 0, rows
+	}
+	if cur.kind == rowLesson {
+		m.lessonTop = min(m.lessonTop, cur.index)
+		m.lessonTop = max(m.lessonTop, cur.index-limit+1)
+	}
+	m.lessonTop = max(0, min(m.lessonTop, rows-limit))
+	return m.lessonTop, m.lessonTop + limit
+}
+
+// lessonTitle names a lesson by its title, or by id when it is not among
+// the home screen's lessons.
+func (m *Model) lessonTitle(id string) string {
+	for _, l := range m.lessons {
+		if l.ID == id {
+			return l.Title.String()
+		}
+	}
+	return id
 }
 
 // dockerNote says how the Docker engine answered, next to the runtime.
