@@ -125,6 +125,16 @@ func (m *Model) Run(line string) tea.Cmd {
 	return tea.Batch(focus, m.submit())
 }
 
+// Show runs line as Run does, visibly, but leaves the keys to the
+// workspace: the lesson's next solution command, a step, a view are one
+// key away, and : gives the line the keys again.
+func (m *Model) Show(line string) tea.Cmd {
+	m.Open(line)
+	cmd := m.submit()
+	m.input.Blur()
+	return cmd
+}
+
 // Close unfocuses the command line and hides the output.
 func (m *Model) Close() {
 	m.open = false
@@ -133,7 +143,11 @@ func (m *Model) Close() {
 }
 
 // Active reports whether the command line has the keys.
-func (m *Model) Active() bool { return m.open }
+func (m *Model) Active() bool { return m.open && m.input.Focused() }
+
+// Shown reports whether the command line and its output are on the
+// screen, with the keys (Active) or without them (after Show).
+func (m *Model) Shown() bool { return m.open }
 
 // Running reports whether a command is running.
 func (m *Model) Running() bool { return m.running }

@@ -57,6 +57,17 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	}
 	switch {
 	case key.Matches(msg, k.Back):
+		// esc stops a solution's command still running, or closes its
+		// output, before anything else.
+		if m.cmdline.Shown() {
+			if m.cmdline.Running() {
+				m.cmdline.Stop()
+				return nil
+			}
+			m.cmdline.Close()
+			m.layout()
+			return nil
+		}
 		// esc closes what the view shown offers to close (an
 		// explanation, a filter) before it clears the status line.
 		if v := m.shownView(); key.Matches(msg, v.ShortHelp()...) {

@@ -190,7 +190,8 @@ func (m *Model) lessonKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 			m.status = status{msg: i18n.M("ui.lesson.solution-done")}
 			return nil, true
 		}
-		run := m.cmdline.Run(cmd.String())
+		// Shown, not focused: s again runs the next command.
+		run := m.cmdline.Show(cmd.String())
 		m.layout()
 		return run, true
 	}

@@ -101,8 +101,17 @@ func TestPredictAndSolution(t *testing.T) {
 				if len(ran) != 1 || ran[0] != "klab etcdctl --name=demo member list" {
 					t.Fatalf("s ran %q", ran)
 				}
-				if !m.cmdline.Active() || !strings.Contains(m.View(), "$ klab etcdctl member list") {
+				if !m.cmdline.Shown() || !strings.Contains(m.View(), "$ klab etcdctl member list") {
 					t.Error("the solution's command did not run visibly in the command line")
+				}
+				// The keys stay with the lesson: s once more says the
+				// solution is done instead of typing an s.
+				if m.cmdline.Active() {
+					t.Error("the command line took the keys after running the solution")
+				}
+				press(m, "s")
+				if len(ran) != 1 || !strings.Contains(m.View(), i18n.T("ui.lesson.solution-done")) {
+					t.Errorf("s after the last command: ran %q; the status does not say the solution is done", ran)
 				}
 				if !m.pane.Verdict().Passed {
 					t.Fatalf("the step did not pass on its solution: %+v", m.pane.Verdict())

@@ -20,7 +20,7 @@ func (m *Model) View() string {
 	lw := m.lessonWidth()
 	vw := bw - lw
 	live := m.shownView().View()
-	if m.cmdline.Active() {
+	if m.cmdline.Shown() {
 		live += "\n" + m.cmdline.Render()
 	}
 	live = common.Lines(live, vw, bh)

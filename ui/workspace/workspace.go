@@ -246,7 +246,7 @@ func (m *Model) layout() {
 	bw, bh := m.bodySize()
 	lw := m.lessonWidth()
 	vw, vh := bw-lw, bh
-	if m.cmdline.Active() {
+	if m.cmdline.Shown() {
 		ch := min(max(bh*2/5, 5), bh)
 		vh = bh - ch
 		m.cmdline.SetSize(vw, ch)
