@@ -207,7 +207,20 @@ func (d *decoder) syntax(err error) {
 		// Without a line, the parser's line was 0: the first.
 		line++
 	}
-	d.failAt(line, 0, "", i18n.M("lessons.err.syntax", msg))
+	key := "lessons.err.syntax"
+	if flowProblem(msg) {
+		key = "lessons.err.syntax-flow"
+	}
+	d.failAt(line, 0, "", i18n.M(key, msg))
+}
+
+// flowProblem reports whether the parser's message is what an unquoted
+// comma, colon or question mark inside {…} or […] leads to: the value
+// ends early and the rest does not parse.
+func flowProblem(msg string) bool {
+	return strings.Contains(msg, "did not find expected ',' or '}'") ||
+		strings.Contains(msg, "did not find expected ',' or ']'") ||
+		strings.Contains(msg, "mapping values are not allowed in this context")
 }
 
 // lesson decodes a lesson's root mapping.

@@ -282,9 +282,14 @@ func TestLoadRejects(t *testing.T) {
 			wantKey: "lessons.err.cmd-shape",
 		},
 		{
-			name: "YAML syntax error", line: 20, text: "    title: {ko: 둘째 단계, en: Second step",
-			want:    `x.yaml:20: YAML syntax error: did not find expected ',' or '}'`,
+			name: "YAML syntax error", line: 20, text: "    title: {ko: 둘째 단계, en: Second step}\t# a tab",
+			want:    `x.yaml:20: YAML syntax error: found character that cannot start any token`,
 			wantKey: "lessons.err.syntax",
+		},
+		{
+			name: "unquoted comma in a flow mapping", line: 20, text: "    title: {ko: 둘째 단계, en: Second, then? step}",
+			want:    `x.yaml:20: YAML syntax error: did not find expected ',' or '}'. Inside {…} or […], a text that holds a comma, a colon or a question mark followed by a space must be quoted, as in en: "Which member, then?"`,
+			wantKey: "lessons.err.syntax-flow",
 		},
 		{
 			name: "anchor", line: 20, text: "    title: &t {ko: 둘째 단계, en: Second step}",
@@ -312,7 +317,7 @@ func TestLoadRejects(t *testing.T) {
 			if !strings.HasPrefix(got, tc.want) || !strings.HasSuffix(tc.want, ": ") && got != tc.want {
 				t.Errorf("got  %s\nwant %s", got, tc.want)
 			}
-			if tc.wantKey != "lessons.err.syntax" && errs[0].Msg.Key != tc.wantKey {
+			if errs[0].Msg.Key != tc.wantKey {
 				t.Errorf("key %s, want %s", errs[0].Msg.Key, tc.wantKey)
 			}
 			// The Korean rendering keeps the position and the field.

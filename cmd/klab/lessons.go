@@ -460,6 +460,9 @@ func loadLessons(cmd *cobra.Command, dir string) ([]*lessons.Lesson, error) {
 	for _, p := range problems {
 		fmt.Fprintln(cmd.ErrOrStderr(), p.In(i18n.Current()))
 	}
+	if len(problems) == 1 {
+		return nil, i18n.NewError("lessons.cmd.err.problem", dir)
+	}
 	return nil, i18n.NewError("lessons.cmd.err.problems", len(problems), dir)
 }
 

@@ -146,7 +146,7 @@ func TestLessonsErrors(t *testing.T) {
 			filepath.Join(bad, "broken.yaml") + ":6:8: steps:",
 			"error: 2 problems in the lessons in " + bad,
 		}},
-		{"no lessons at all", []string{"lessons", "list", "--dir", t.TempDir()}, []string{"problems in the lessons in"}},
+		{"no lessons at all", []string{"lessons", "list", "--dir", t.TempDir()}, []string{"no lesson files (*.yaml) here", "error: a problem in the lessons in"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
