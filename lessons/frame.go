@@ -149,7 +149,8 @@ func (f Frame) About(name func(id string) string) string {
 		parts = append(parts, i18n.T("lessons.frame.minutes", f.Minutes))
 	}
 	if f.Level != "" {
-		parts = append(parts, i18n.T("lessons.level."+string(f.Level)))
+		level := "lessons.level." + string(f.Level)
+		parts = append(parts, i18n.T(level))
 	}
 	if len(f.Prerequisites) > 0 {
 		names := f.Prerequisites
