@@ -112,6 +112,7 @@ func (m *Member) registerDebug(mux *http.ServeMux) {
 			Status: func() any { return m.Status() }, Done: m.stopc,
 		})
 	})
+	mux.HandleFunc("GET /debug/klab/requests", m.serveRequests)
 	mux.HandleFunc("GET /debug/klab/clock", func(w http.ResponseWriter, r *http.Request) {
 		componentbase.WriteJSON(w, http.StatusOK, m.clock.status())
 	})

@@ -37,6 +37,8 @@
 // Each member also serves, on its peer port, the debug endpoints the klab UI
 // draws from: /debug/klab/status (its raft view), /debug/klab/events (every
 // raft message sent and received, role changes and elections, as
-// newline-delimited JSON) and /debug/klab/clock (slow down, pause or step
-// the raft clock, so that an election can be watched tick by tick).
+// newline-delimited JSON), /debug/klab/requests (every client request it
+// served: method, keys, outcome, and whether a klab component or a person's
+// client such as etcdctl made it) and /debug/klab/clock (slow down, pause
+// or step the raft clock, so that an election can be watched tick by tick).
 package etcd

@@ -46,6 +46,8 @@ type Member struct {
 	members     *membership
 	clock       *raftClock
 	events      *eventstream.Hub[Event]
+	// requests are the client requests served (/debug/klab/requests).
+	requests *eventstream.Hub[RequestEvent]
 	wait        *waitList
 	reqID       atomic.Uint64
 
@@ -103,6 +105,7 @@ func NewMember(cfg Config) (*Member, error) {
 		members:       newMembership(),
 		clock:         newRaftClock(cfg.TickInterval),
 		events:        newEventHub(),
+		requests:      newRequestHub(),
 		wait:          newWaitList(),
 		appliedNotify: newNotifier(),
 		leaderNotify:  newNotifier(),

@@ -54,8 +54,8 @@ func (m *Member) serve() {
 		grpc.MaxConcurrentStreams(math.MaxUint32),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Hour, Timeout: 20 * time.Second}),
-		grpc.ChainUnaryInterceptor(m.recoverUnary, m.unaryInterceptor),
-		grpc.ChainStreamInterceptor(m.recoverStream, m.streamInterceptor),
+		grpc.ChainUnaryInterceptor(m.recoverUnary, m.recordUnary, m.unaryInterceptor),
+		grpc.ChainStreamInterceptor(m.recoverStream, m.recordStream, m.streamInterceptor),
 		grpc.UnknownServiceHandler(func(srv any, stream grpc.ServerStream) error {
 			method, _ := grpc.MethodFromServerStream(stream)
 			return unimplemented(method)
@@ -110,8 +110,6 @@ func (m *Member) serve() {
 	go m.leaseLoop()
 }
 
-// unaryInterceptor holds requests while the member is paused and makes
-// Unimplemented errors say what klab supports.
 // recoverUnary and recoverStream turn a panic in a gRPC handler into a
 // logged error and an Internal status for that one call, where grpc-go
 // would let it take the whole member down.
@@ -135,6 +133,8 @@ func (m *Member) recoverStream(srv any, ss grpc.ServerStream, info *grpc.StreamS
 	return handler(srv, ss)
 }
 
+// unaryInterceptor holds requests while the member is paused and makes
+// Unimplemented errors say what klab supports.
 func (m *Member) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	if err := m.gate.pass(ctx); err != nil {
 		return nil, contextError(err)

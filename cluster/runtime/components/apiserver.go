@@ -10,9 +10,11 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/klab-dev/klab/cluster/apiserver"
 	"github.com/klab-dev/klab/cluster/apiserver/auth"
+	"github.com/klab-dev/klab/cluster/etcd"
 	"github.com/klab-dev/klab/cluster/pki"
 	"github.com/klab-dev/klab/cluster/runtime"
 )
@@ -49,6 +51,8 @@ func APIServer(ctx context.Context, ref runtime.Ref, spec runtime.APIServerSpec,
 		Endpoints:   spec.EtcdEndpoints,
 		DialTimeout: etcdDialTimeout,
 		Logger:      zap.NewNop(),
+		// The members' request streams tell its requests from a person's.
+		DialOptions: []grpc.DialOption{grpc.WithUserAgent(etcd.ComponentUserAgent + "/kube-apiserver")},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcd client: %w", err)
