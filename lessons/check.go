@@ -47,6 +47,7 @@ const (
 	KindObject           CheckKind = "object"
 	KindEvent            CheckKind = "event"
 	KindAPIRequest       CheckKind = "api-request"
+	KindEtcdRequest      CheckKind = "etcd-request"
 	KindLeaseHolder      CheckKind = "lease-holder-changed"
 	KindNodeCondition    CheckKind = "node-condition"
 	KindNodeTaint        CheckKind = "node-taint"
@@ -60,8 +61,8 @@ const (
 var CheckKinds = []CheckKind{
 	KindLeaderElected, KindLeaderChanged, KindNoLeader, KindMemberState, KindMembersRunning,
 	KindRaftClock, KindRaftMessage, KindKeyExists, KindWriteRefused, KindCommandSucceeded,
-	KindNodesReady, KindPodsRunning, KindObject, KindEvent, KindAPIRequest, KindLeaseHolder,
-	KindNodeCondition, KindNodeTaint, KindProxyMode, KindTraffic, KindAll, KindAny,
+	KindNodesReady, KindPodsRunning, KindObject, KindEvent, KindAPIRequest, KindEtcdRequest,
+	KindLeaseHolder, KindNodeCondition, KindNodeTaint, KindProxyMode, KindTraffic, KindAll, KindAny,
 }
 
 // Verdict is a check's judgement of the cluster.
@@ -110,8 +111,10 @@ type Needs struct {
 	Commands bool // CommandObserved
 	Events   bool // EventObserved
 	Requests bool // RequestObserved
-	Proxies  bool // ProxyObserved
-	Traffic  bool // TrafficObserved
+	// EtcdRequests: EtcdRequestObserved.
+	EtcdRequests bool
+	Proxies      bool // ProxyObserved
+	Traffic      bool // TrafficObserved
 	// Keys are the etcd keys whose KeyObserved the check reads.
 	Keys []string
 	// Objects are the resources whose ObjectObserved the check reads,
@@ -129,6 +132,7 @@ func (n Needs) merge(o Needs) Needs {
 	n.Commands = n.Commands || o.Commands
 	n.Events = n.Events || o.Events
 	n.Requests = n.Requests || o.Requests
+	n.EtcdRequests = n.EtcdRequests || o.EtcdRequests
 	n.Proxies = n.Proxies || o.Proxies
 	n.Traffic = n.Traffic || o.Traffic
 	for _, k := range o.Keys {
@@ -170,6 +174,8 @@ func (n Needs) wants(obs Observation) bool {
 		return n.Events
 	case RequestObserved:
 		return n.Requests
+	case EtcdRequestObserved:
+		return n.EtcdRequests
 	case ProxyObserved:
 		return n.Proxies
 	case TrafficObserved:
@@ -234,6 +240,8 @@ func (d *decoder) check(n *yaml.Node, path string) Check {
 		return d.event(params, p)
 	case KindAPIRequest:
 		return d.apiRequest(params, p)
+	case KindEtcdRequest:
+		return d.etcdRequest(params, p)
 	case KindLeaseHolder:
 		return d.leaseHolder(params, p)
 	case KindNodeCondition:

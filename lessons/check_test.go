@@ -429,6 +429,7 @@ func TestDescribe(t *testing.T) {
 		KindObject:           "object: {kind: pods, labels: app=web, where: ['{.status.phase} == Running'], min: 2, distinctNodes: 2, noneOnMasters: true}",
 		KindEvent:            "event: {reason: Scheduled, type: Normal, kind: Pod, name: web-, message: assigned}",
 		KindAPIRequest:       "api-request: {verb: list, resource: pods, namespace: kube-system, code: 2xx}",
+		KindEtcdRequest:      "etcd-request: {method: Range, prefix: /registry/pods/, from: outside}",
 		KindLeaseHolder:      "lease-holder-changed: {name: kube-scheduler}",
 		KindNodeCondition:    "node-condition: {type: Ready, status: Unknown}",
 		KindNodeTaint:        "node-taint: {node: master-1, key: k, effect: NoSchedule, absent: true}",

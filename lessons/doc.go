@@ -66,14 +66,14 @@
 // began, so that "a new leader" means new since the step began, and a step
 // passes the first time its condition holds.
 //
-// The typed checks (object, event, api-request, lease-holder-changed,
-// node-condition, node-taint, proxy-mode, traffic) read what the cluster
-// saw rather than what was typed where: objects of any kind from watches,
-// Events, every API server's request stream, the kube-proxies' modes and
-// the last traffic run. A kubectl in a second terminal passes a step as
-// well as the lesson's command line does. Their Needs say what to follow
-// (lessons/live's Feed.Follow). etcd has no such check: its members
-// stream raft events, not the requests their clients make.
+// The typed checks (object, event, api-request, etcd-request,
+// lease-holder-changed, node-condition, node-taint, proxy-mode, traffic)
+// read what the cluster saw rather than what was typed where: objects of
+// any kind from watches, Events, every API server's and every etcd
+// member's request stream, the kube-proxies' modes and the last traffic
+// run. A kubectl or etcdctl in a second terminal passes a step as well as
+// the lesson's command line does. Their Needs say what to follow
+// (lessons/live's Feed.Follow).
 //
 // # Progress
 //

@@ -51,6 +51,9 @@ func (e *Evaluator) Observe(obs Observation) (v Verdict, changed bool) {
 	if _, ok := obs.(RequestObserved); ok && !e.needs.Requests {
 		return e.verdict, false
 	}
+	if _, ok := obs.(EtcdRequestObserved); ok && !e.needs.EtcdRequests {
+		return e.verdict, false
+	}
 	e.now.apply(obs)
 	if e.check == nil || e.verdict.Passed || !e.needs.wants(obs) {
 		return e.verdict, false

@@ -27,6 +27,8 @@ func FuzzLoad(f *testing.F) {
 		"{node-taint: {key: k, effect: NoSchedule}}",
 		"{proxy-mode: {mode: ipvs}}",
 		"{traffic: {minPods: 2, maxFailed: 0}}",
+		"{etcd-request: {method: Range, prefix: /registry/, code: OK, from: outside, count: 2}}",
+		"{etcd-request: {key: /a, prefix: /b}}",
 	} {
 		f.Add([]byte(strings.Replace(sample, "check: leader-changed", "check: "+check, 1)))
 	}

@@ -59,6 +59,26 @@ type RequestObserved struct {
 	Time time.Time
 }
 
+// EtcdRequestObserved is a client request one etcd member served, as its
+// request stream (/debug/klab/requests) reports it. Like the API servers'
+// requests, they are counted from the moment a step begins, and only while
+// the check being judged reads them.
+type EtcdRequestObserved struct {
+	// Member is the member that served the request.
+	Member string
+	// Method is the etcd API's name for the call: Range, Put, Txn, ...
+	Method string
+	// Key and RangeEnd are the key the request names and its range's end
+	// (empty for one key, "\x00" for every key from Key on).
+	Key, RangeEnd string
+	// Code is the gRPC status code's name: OK, Unavailable, ...
+	Code string
+	// Component says one of klab's components made it (the API server),
+	// not a person's client such as etcdctl.
+	Component bool
+	Time      time.Time
+}
+
 // ProxyObserved is one node's kube-proxy as its /debug/klab/status last
 // answered: the mode it runs, or that it did not answer.
 type ProxyObserved struct {
@@ -82,8 +102,9 @@ type TrafficObserved struct {
 	Pods map[string]int
 }
 
-func (ObjectObserved) observation()  {}
-func (EventObserved) observation()   {}
-func (RequestObserved) observation() {}
-func (ProxyObserved) observation()   {}
-func (TrafficObserved) observation() {}
+func (ObjectObserved) observation()      {}
+func (EventObserved) observation()       {}
+func (RequestObserved) observation()     {}
+func (EtcdRequestObserved) observation() {}
+func (ProxyObserved) observation()       {}
+func (TrafficObserved) observation()     {}

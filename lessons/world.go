@@ -35,7 +35,9 @@ type world struct {
 	// is the last traffic run since then, nil if none.
 	events   []EventObserved
 	requests []RequestObserved
-	traffic  *TrafficObserved
+	// etcdRequests are the etcd members' client requests since then.
+	etcdRequests []EtcdRequestObserved
+	traffic      *TrafficObserved
 }
 
 func newWorld() *world {
@@ -54,7 +56,7 @@ func newWorld() *world {
 // forgetStep drops what counts per step: what happened before the step
 // that begins now.
 func (w *world) forgetStep() {
-	w.commands, w.events, w.requests, w.traffic = nil, nil, nil, nil
+	w.commands, w.events, w.requests, w.etcdRequests, w.traffic = nil, nil, nil, nil, nil
 }
 
 // appendBounded appends v to list, dropping the oldest past maxStepEvents.
@@ -114,6 +116,8 @@ func (w *world) apply(obs Observation) {
 		w.events = appendBounded(w.events, o)
 	case RequestObserved:
 		w.requests = appendBounded(w.requests, o)
+	case EtcdRequestObserved:
+		w.etcdRequests = appendBounded(w.etcdRequests, o)
 	case ProxyObserved:
 		w.proxies[o.Node] = o
 	case TrafficObserved:
@@ -125,18 +129,19 @@ func (w *world) apply(obs Observation) {
 // clone returns a copy that later observations do not change.
 func (w *world) clone() *world {
 	return &world{
-		members:  maps.Clone(w.members),
-		clocks:   maps.Clone(w.clocks),
-		sent:     maps.Clone(w.sent),
-		nodes:    maps.Clone(w.nodes),
-		pods:     maps.Clone(w.pods),
-		keys:     maps.Clone(w.keys),
-		commands: append([]CommandObserved(nil), w.commands...),
-		objects:  cloneObjects(w.objects),
-		proxies:  maps.Clone(w.proxies),
-		events:   append([]EventObserved(nil), w.events...),
-		requests: append([]RequestObserved(nil), w.requests...),
-		traffic:  w.traffic,
+		members:      maps.Clone(w.members),
+		clocks:       maps.Clone(w.clocks),
+		sent:         maps.Clone(w.sent),
+		nodes:        maps.Clone(w.nodes),
+		pods:         maps.Clone(w.pods),
+		keys:         maps.Clone(w.keys),
+		commands:     append([]CommandObserved(nil), w.commands...),
+		objects:      cloneObjects(w.objects),
+		proxies:      maps.Clone(w.proxies),
+		events:       append([]EventObserved(nil), w.events...),
+		requests:     append([]RequestObserved(nil), w.requests...),
+		etcdRequests: append([]EtcdRequestObserved(nil), w.etcdRequests...),
+		traffic:      w.traffic,
 	}
 }
 

@@ -48,8 +48,8 @@ type Member struct {
 	events      *eventstream.Hub[Event]
 	// requests are the client requests served (/debug/klab/requests).
 	requests *eventstream.Hub[RequestEvent]
-	wait        *waitList
-	reqID       atomic.Uint64
+	wait     *waitList
+	reqID    atomic.Uint64
 
 	// Raft progress as the loop last saw it.
 	applied     atomic.Uint64

@@ -26,7 +26,9 @@ const ComponentUserAgent = "klab-component"
 // DeleteRange, Txn, Compact, Watch, LeaseGrant, MemberList, Status, ...),
 // the key it names, and how it ended.
 type RequestEvent struct {
-	Seq    uint64    `json:"seq"`
+	Seq uint64 `json:"seq"`
+	// Time is when the member answered (or, for a watch, read the
+	// create request); LatencyMS how long it took.
 	Time   time.Time `json:"time"`
 	Member string    `json:"member"`
 	// Service and Method name the call as etcd's gRPC API does:
@@ -56,12 +58,7 @@ type RequestEvent struct {
 const requestRingSize = 512
 
 func newRequestHub() *eventstream.Hub[RequestEvent] {
-	return eventstream.NewHub(requestRingSize, func(e *RequestEvent, seq uint64, now time.Time) {
-		e.Seq = seq
-		if e.Time.IsZero() {
-			e.Time = now
-		}
-	})
+	return eventstream.NewHub(requestRingSize, func(e *RequestEvent, seq uint64, now time.Time) { e.Seq, e.Time = seq, now })
 }
 
 // recordUnary publishes every unary request on the request stream once it
@@ -115,8 +112,10 @@ func (w *watchRecorder) RecvMsg(msg any) error {
 // ended with err.
 func (m *Member) requestEvent(ctx context.Context, fullMethod string, start time.Time, err error) RequestEvent {
 	service, method := splitMethod(fullMethod)
+	// Time is left to the hub: when the request was answered, in the
+	// order of the stream, which a reader that resumes by time relies on.
 	ev := RequestEvent{
-		Time: start, Member: m.cfg.Name, Service: service, Method: method,
+		Member: m.cfg.Name, Service: service, Method: method,
 		Code:      status.Code(err).String(),
 		LatencyMS: float64(time.Since(start).Microseconds()) / 1000,
 	}

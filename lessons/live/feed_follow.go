@@ -21,8 +21,8 @@ import (
 // Follow makes the Feed follow what checks with these needs read, on top
 // of the members, nodes and pods it always follows: the etcd keys (as
 // SetKeys), the objects of each resource named, the cluster's Events,
-// every API server's requests, every kube-proxy's mode and the traffic
-// runs. What was followed for earlier needs keeps being followed (a
+// every API server's and every etcd member's requests, every
+// kube-proxy's mode and the traffic runs. What was followed for earlier needs keeps being followed (a
 // reader keeps its last word of an object, which must stay current),
 // except keys, which are exactly those given.
 //
@@ -48,6 +48,10 @@ func (f *Feed) Follow(n lessons.Needs) {
 		f.following[followRequests] = true
 		f.followRequests()
 	}
+	if n.EtcdRequests && !f.following[followEtcdRequests] {
+		f.following[followEtcdRequests] = true
+		f.followEtcdRequests()
+	}
 	if n.Proxies && !f.following[followProxies] {
 		f.following[followProxies] = true
 		f.followProxies()
@@ -60,9 +64,10 @@ func (f *Feed) Follow(n lessons.Needs) {
 
 // The sources Follow starts once.
 const (
-	followRequests = "requests"
-	followProxies  = "proxies"
-	followTraffic  = "traffic"
+	followRequests     = "requests"
+	followEtcdRequests = "etcd-requests"
+	followProxies      = "proxies"
+	followTraffic      = "traffic"
 )
 
 // kubeWatches are the watches Follow starts on the API server: a

@@ -8,7 +8,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
+	"github.com/klab-dev/klab/cluster/etcd"
 	"github.com/klab-dev/klab/lessons"
 )
 
@@ -67,6 +69,9 @@ func (k *keyWatches) set(keys []string) {
 				DialKeepAliveTime:    etcdKeepalive,
 				DialKeepAliveTimeout: etcdKeepalive,
 				Logger:               zap.NewNop(),
+				// Its reads are not the student's: the members' request
+				// streams count them as a component's.
+				DialOptions: []grpc.DialOption{grpc.WithUserAgent(etcd.ComponentUserAgent + "/klab-lessons")},
 			})
 			if err != nil {
 				k.f.logger.Warn("lessons feed: etcd client", "err", err)

@@ -6,6 +6,8 @@ import (
 	"testing/fstest"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -138,4 +140,92 @@ func TestChecksSeeWhatTheClusterSaw(t *testing.T) {
 	})
 	feed("pass on the Deployment's pods Running", func() bool { return e.Verdict().Passed }, nil)
 	t.Logf("object: %s", e.Verdict().Text(i18n.English))
+}
+
+// TestEtcdRequestsFromAnotherTerminal: an etcd-request check passes on a
+// read a client of its own makes (as etcdctl in a second terminal would),
+// and not on the API server's reads of the same keys, nor on the feed's
+// own key watches.
+func TestEtcdRequestsFromAnotherTerminal(t *testing.T) {
+	info := shared.get(t)
+	const lesson = `id: etcd-follow
+order: 1
+title: {ko: etcd 관찰, en: Follow etcd}
+summary: {ko: etcd 요청, en: etcd requests}
+cluster: {masters: 3, workers: 1}
+steps:
+  - id: read
+    title: {ko: 읽기, en: Read}
+    body: {ko: 본문, en: Body}
+    check:
+      all:
+        - etcd-request: {method: Range, prefix: /registry/namespaces/, from: outside}
+        - key-exists: {key: /registry/namespaces/default}
+    solution: [klab etcdctl get /registry/namespaces --prefix --keys-only]
+`
+	ls, err := lessons.Load(fstest.MapFS{"etcd-follow.yaml": {Data: []byte(lesson)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	f := StartFeed(ctx, info, FeedOptions{NoMembers: true})
+	defer f.Close()
+	f.Follow(ls[0].SegmentNeeds(0))
+	e := lessons.NewEvaluator()
+	drain := func(d time.Duration) {
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		for {
+			select {
+			case batch := <-f.Observations():
+				for _, o := range batch {
+					e.Observe(o)
+				}
+			case <-timer.C:
+				return
+			}
+		}
+	}
+	drain(2 * time.Second)
+	e.Begin(ls[0].Steps[0].Check)
+
+	// The API server reads the namespaces for kubectl: not the student's
+	// read of etcd.
+	cfg, err := clientcmd.BuildConfigFromFlags("", info.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{ResourceVersion: ""}); err != nil {
+		t.Fatal(err)
+	}
+	drain(2 * time.Second)
+	if v := e.Verdict(); v.Passed {
+		t.Fatalf("passed on the API server's and the feed's own reads: %s", v.Text(i18n.English))
+	}
+
+	// A client of its own reads the namespaces' keys.
+	cli, err := clientv3.New(clientv3.Config{Endpoints: info.EtcdEndpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cli.Get(ctx, "/registry/namespaces", clientv3.WithPrefix(), clientv3.WithKeysOnly()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !e.Verdict().Passed && time.Now().Before(deadline) {
+		drain(200 * time.Millisecond)
+	}
+	if v := e.Verdict(); !v.Passed {
+		t.Fatalf("no pass on a read of its own: %s", v.Text(i18n.English))
+	}
+	t.Logf("etcd-request: %s", e.Verdict().Text(i18n.English))
 }
