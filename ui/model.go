@@ -72,6 +72,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		// another shape: the home screen starts the new one, showing its
 		// steps, and the workspace opens again on the step.
 		m.ws = nil
+		m.opts.Autoplay = msg.Autoplay
 		if msg.Err != nil {
 			var cmd tea.Cmd
 			m.home, cmd = m.home.Update(labio.FailedMsg{Err: msg.Err})
@@ -156,6 +157,7 @@ func (m *Model) openWorkspace(l labio.Lab) tea.Cmd {
 		wopts.Views = m.opts.Views(m.c)
 	}
 	wopts.Lesson, wopts.Step = m.home.Lesson()
+	wopts.Autoplay = m.opts.Autoplay && wopts.Lesson != nil
 	m.ws = workspace.New(m.c, l, labstate.New(info.Name, info.Members), wopts)
 	m.ws.SetSize(m.width, m.height)
 	return m.ws.Start(m.ctx)

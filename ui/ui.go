@@ -57,6 +57,9 @@ type Options struct {
 	// Lesson opens a lesson at once: its id, or id/step to begin at a
 	// step (klab --lesson).
 	Lesson string
+	// Autoplay plays the lesson (klab --lesson id --autoplay) once its
+	// cluster is up.
+	Autoplay bool
 	// Lessons are the lessons on the home screen; Run loads the embedded
 	// ones when nil. Progress records the student's steps.
 	Lessons  []*lessons.Lesson

@@ -14,8 +14,9 @@ import (
 
 // addTUIFlags gives bare `klab` the cluster flags of `klab up`: they are
 // the home screen's defaults.
-func addTUIFlags(cmd *cobra.Command, spec *lab.Spec, lesson *string) {
+func addTUIFlags(cmd *cobra.Command, spec *lab.Spec, lesson *string, autoplay *bool) {
 	cmd.Flags().StringVar(lesson, "lesson", "", i18n.T("cli.flag.lesson"))
+	cmd.Flags().BoolVar(autoplay, "autoplay", false, i18n.T("cli.flag.autoplay"))
 	addNameFlag(cmd, &spec.Name)
 	cmd.Flags().IntVar(&spec.Masters, "masters", spec.Masters, i18n.T("up.flag.masters"))
 	cmd.Flags().IntVar(&spec.Workers, "workers", spec.Workers, i18n.T("up.flag.workers"))
@@ -26,7 +27,7 @@ func addTUIFlags(cmd *cobra.Command, spec *lab.Spec, lesson *string) {
 // runTUI opens the TUI when klab runs in a terminal, and reports whether
 // it did: the TUI needs a terminal on both ends, and a pipe or a test gets
 // the introduction instead.
-func runTUI(cmd *cobra.Command, spec lab.Spec, lesson string, in *os.File) (bool, error) {
+func runTUI(cmd *cobra.Command, spec lab.Spec, lesson string, autoplay bool, in *os.File) (bool, error) {
 	if !isTerminal(cmd.OutOrStdout()) || !isatty.IsTerminal(in.Fd()) {
 		if lesson != "" {
 			// Asked for a lesson: saying why it does not open beats the
@@ -38,10 +39,14 @@ func runTUI(cmd *cobra.Command, spec lab.Spec, lesson string, in *os.File) (bool
 	if err := spec.Validate(); err != nil {
 		return true, err
 	}
+	if autoplay && lesson == "" {
+		return true, i18n.NewError("cli.err.autoplay-needs-lesson")
+	}
 	return true, ui.Run(cmd.Context(), ui.Options{
-		Spec:   spec,
-		Out:    cmd.OutOrStdout(),
-		Lesson: lesson,
-		Run:    cmdline.Runner(newRunner("")),
+		Spec:     spec,
+		Out:      cmd.OutOrStdout(),
+		Lesson:   lesson,
+		Autoplay: autoplay,
+		Run:      cmdline.Runner(newRunner("")),
 	})
 }

@@ -135,6 +135,15 @@ func (m *Model) Show(line string) tea.Cmd {
 	return cmd
 }
 
+// Preview shows line typed so far in the open command line, without the
+// keys: autoplay types a solution at a reading pace before it runs it.
+func (m *Model) Preview(line string) {
+	m.open = true
+	m.input.SetValue(line)
+	m.input.CursorEnd()
+	m.input.Blur()
+}
+
 // Close unfocuses the command line and hides the output.
 func (m *Model) Close() {
 	m.open = false

@@ -28,6 +28,8 @@ type KeyMap struct {
 	// the step's question, showing its solution (and then running it
 	// command by command).
 	NextStep, PrevStep, Hint, Answer, Solution key.Binding
+	// Autoplay plays the lesson, pauses it and resumes it.
+	Autoplay key.Binding
 
 	// Raft clock.
 	Pause, Step, Slower, Faster key.Binding
@@ -79,6 +81,7 @@ func Default() *KeyMap {
 		Hint:     b([]string{"i"}, "i", "ui.key.hint"),
 		Answer:   b([]string{"a"}, "a", "ui.key.answer"),
 		Solution: b([]string{"s"}, "s", "ui.key.solution"),
+		Autoplay: b([]string{"A"}, "A", "ui.key.autoplay"),
 
 		Pause:  b([]string{" "}, "space", "ui.key.pause"),
 		Step:   b([]string{"."}, ".", "ui.key.step"),
@@ -96,6 +99,28 @@ func Default() *KeyMap {
 
 		Recreate: b([]string{"enter"}, "enter", "ui.key.recreate"),
 	}
+}
+
+// AutoplayPause and AutoplayResume return the autoplay binding described
+// as what it does while autoplay plays, and while it is paused.
+func (k *KeyMap) AutoplayPause() key.Binding {
+	b := k.Autoplay
+	b.SetHelp("A", i18n.T("ui.key.autoplay-pause"))
+	return b
+}
+
+// AutoplayGoOn is the autoplay binding while a question waits for the
+// room.
+func (k *KeyMap) AutoplayGoOn() key.Binding {
+	b := k.Autoplay
+	b.SetHelp("A", i18n.T("ui.key.autoplay-go-on"))
+	return b
+}
+
+func (k *KeyMap) AutoplayResume() key.Binding {
+	b := k.Autoplay
+	b.SetHelp("A", i18n.T("ui.key.autoplay-resume"))
+	return b
 }
 
 // RunSolution returns the solution binding described as running the next

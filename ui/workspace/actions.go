@@ -76,6 +76,8 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		m.status = status{}
 		return nil
 	case key.Matches(msg, k.Command):
+		// The presenter takes over; A hands back.
+		m.pauseAutoplay("ui.auto.taken-over")
 		cmd := m.cmdline.Open("")
 		m.layout()
 		return cmd

@@ -119,7 +119,9 @@ type ReshapeMsg struct {
 	Name   string
 	Lesson *lessons.Lesson
 	Step   int
-	Err    error
+	// Autoplay says autoplay was playing: it goes on in the new cluster.
+	Autoplay bool
+	Err      error
 }
 
 // recreate removes the cluster, to start it again in shape for the

@@ -59,7 +59,7 @@ func (m *Model) showVerdict(v lessons.Verdict) tea.Cmd {
 	// The step is named now: the write runs later, on another goroutine,
 	// when the student may already have gone on to the next step.
 	id, step := m.pane.Lesson().ID, m.pane.Step().ID
-	return m.saveProgress(func(p *lessons.Progress) error { return p.Complete(id, step) })
+	return tea.Batch(m.saveProgress(func(p *lessons.Progress) error { return p.Complete(id, step) }), m.autoVerdict())
 }
 
 // saveProgress writes progress in a command: it is a file write.
@@ -99,9 +99,16 @@ func (m *Model) beginStep(i int) tea.Cmd {
 	id, step := m.pane.Lesson().ID, st.ID
 	cmds = append(cmds, m.saveProgress(func(p *lessons.Progress) error { return p.SetCurrent(id, step) }))
 	// A question comes before the act: asked at once, unless answered
-	// before (it can be changed with a until the step passes).
-	if m.pane.Asking() {
+	// before (it can be changed with a until the step passes). Autoplay
+	// leaves it to the room, in the pane.
+	if m.pane.Asking() && !m.Autoplaying() {
 		m.dialog = m.predictDialog()
+	}
+	if m.auto.on {
+		m.auto.phase = autoBegin
+		if !m.auto.paused {
+			cmds = append(cmds, m.autoStep())
+		}
 	}
 	// A step that runs on another shape (going on to it, or back from
 	// it) offers to recreate a cluster this klab started; one started
@@ -172,6 +179,8 @@ func (m *Model) lessonKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 			m.status = status{msg: i18n.M("ui.lesson.no-more-hints")}
 		}
 		return nil, true
+	case key.Matches(msg, k.Autoplay):
+		return m.toggleAutoplay(), true
 	case key.Matches(msg, k.Answer):
 		if m.pane.Step().Predict == nil || m.pane.Verdict().Passed {
 			return nil, false
@@ -230,6 +239,16 @@ func (m *Model) stepKeys() []key.Binding {
 	}
 	if m.pane.Step().Predict != nil && !m.pane.Verdict().Passed {
 		out = append(out, k.Answer)
+	}
+	switch {
+	case m.Autoplaying() && m.auto.phase == autoAsk:
+		out = append([]key.Binding{k.AutoplayGoOn()}, out...)
+	case m.Autoplaying():
+		out = append([]key.Binding{k.AutoplayPause()}, out...)
+	case m.auto.on:
+		out = append([]key.Binding{k.AutoplayResume()}, out...)
+	default:
+		out = append(out, k.Autoplay)
 	}
 	switch {
 	case m.pane.SolutionLeft() > 0:

@@ -60,6 +60,8 @@ type Options struct {
 	Progress *lessons.Progress
 	// Run runs the command line's commands; nil leaves it unable to.
 	Run cmdline.Runner
+	// Autoplay plays the lesson from Step once the workspace starts.
+	Autoplay bool
 	// StartFeed starts the lesson feed for the cluster info describes.
 	StartFeed func(ctx context.Context, info *lab.Info) LessonFeed
 	// Convert turns an Observer observation into lesson observations.
@@ -89,6 +91,7 @@ type Model struct {
 
 	opts    Options
 	pane    *lesson.Pane
+	auto    autoplay
 	eval    *lessons.Evaluator
 	feed    LessonFeed
 	cmdline *cmdline.Model
@@ -187,6 +190,10 @@ func (m *Model) Start(ctx context.Context) tea.Cmd {
 		if m.opts.StartFeed != nil {
 			m.feed = m.opts.StartFeed(ctx, m.info)
 			cmds = append(cmds, waitFeed(m.feed))
+		}
+		if m.opts.Autoplay {
+			// On before the step begins: its question is the room's.
+			m.auto.on = true
 		}
 		cmds = append(cmds, m.beginStep(m.pane.Index()))
 	}
@@ -386,8 +393,10 @@ func (m *Model) update(msg tea.Msg) (*Model, tea.Cmd) {
 		if len(msg.Args) > 0 {
 			cmds = append(cmds, m.judge(lessons.CommandObserved{Args: msg.Args, Err: msg.Err}))
 		}
+	case autoTickMsg:
+		cmds = append(cmds, m.autoTicked(msg))
 	case cmdline.DoneMsg:
-		cmds = append(cmds, m.cmdline.Update(msg))
+		cmds = append(cmds, m.cmdline.Update(msg), m.autoCommandDone())
 		cmds = append(cmds, m.judge(lessons.CommandObserved{Args: msg.Args, Err: msg.Err, Output: msg.Output}))
 		// A command may have changed what the runtime runs.
 		cmds = append(cmds, m.components())
@@ -396,7 +405,7 @@ func (m *Model) update(msg tea.Msg) (*Model, tea.Cmd) {
 	case labio.ClosedMsg:
 		m.closed, m.closeErr = true, msg.Err
 		if m.reshaping {
-			r := ReshapeMsg{Name: m.info.Name, Lesson: m.pane.Lesson(), Step: m.pane.Index(), Err: msg.Err}
+			r := ReshapeMsg{Name: m.info.Name, Lesson: m.pane.Lesson(), Step: m.pane.Index(), Autoplay: m.Autoplaying(), Err: msg.Err}
 			return m, func() tea.Msg { return r }
 		}
 		return m, tea.Quit
