@@ -78,6 +78,8 @@ func (m *Member) Status() Status {
 // backend size.
 func (m *Member) dbSize() int64 {
 	var size int64
+	m.dbMu.RLock()
+	defer m.dbMu.RUnlock()
 	if m.db == nil {
 		return 0
 	}
@@ -86,6 +88,24 @@ func (m *Member) dbSize() int64 {
 		return nil
 	})
 	return size
+}
+
+// dbSizes returns the database size and the part of it in use: the size
+// less the pages bbolt holds free for reuse, which a defragmentation gives
+// back.
+func (m *Member) dbSizes() (size, inUse int64) {
+	m.dbMu.RLock()
+	defer m.dbMu.RUnlock()
+	if m.db == nil {
+		return 0, 0
+	}
+	_ = m.db.View(func(tx *bolt.Tx) error {
+		size = tx.Size()
+		return nil
+	})
+	st := m.db.Stats()
+	inUse = size - int64(st.FreePageN+st.PendingPageN)*int64(m.db.Info().PageSize)
+	return size, max(inUse, 0)
 }
 
 // registerDebug serves /debug/klab: status, the event stream and clock

@@ -22,7 +22,11 @@ func (m *Member) nextRequestID() uint64 {
 // propose replicates a request through raft and waits until this member has
 // applied it, returning what applying it produced. A write is acknowledged
 // only once it is applied, so a client that reads after a write sees it.
+// A write that does not fit the space quota is refused first (quota.go).
 func (m *Member) propose(ctx context.Context, r *pb.InternalRaftRequest) (any, error) {
+	if err := m.checkQuota(ctx, r); err != nil {
+		return nil, err
+	}
 	id := m.nextRequestID()
 	r.Header = &pb.RequestHeader{ID: id}
 	data, err := proto.Marshal(r)
