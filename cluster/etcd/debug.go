@@ -7,6 +7,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/tracker"
 
@@ -53,6 +54,11 @@ func (m *Member) Status() Status {
 	st.Revision = m.store.Rev()
 	st.CompactRevision = m.store.CompactRev()
 	st.DBSize = m.dbSize()
+	st.QuotaBackendBytes = m.cfg.QuotaBackendBytes
+	for _, a := range m.alarms.list(pb.AlarmType_NONE) {
+		st.Alarms = append(st.Alarms, a.Alarm.String())
+		st.AlarmMembers = append(st.AlarmMembers, hexID(a.MemberID))
+	}
 	st.ElectionElapsed = int(m.ticksSinceLeader.Load())
 	if rs.RaftState == raft.StateLeader {
 		st.ElectionElapsed = 0

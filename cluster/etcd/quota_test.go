@@ -60,8 +60,13 @@ func TestSpaceQuotaAlarm(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: alarm list from %s: %v", when, c.Peers[i].Name, err)
 			}
-			got := len(al.Alarms) > 0 && al.Alarms[0].Alarm == pb.AlarmType_NOSPACE
-			if got != want || len(al.Alarms) > 1 {
+			// Each member whose own database went past the quota raises
+			// its own NOSPACE, as in etcd.
+			got := len(al.Alarms) > 0
+			for _, a := range al.Alarms {
+				got = got && a.Alarm == pb.AlarmType_NOSPACE
+			}
+			if got != want {
 				t.Errorf("%s: %s lists alarms %v, want NOSPACE: %v", when, c.Peers[i].Name, al.Alarms, want)
 			}
 			st, err := one.Status(ctx, ep)
@@ -101,12 +106,15 @@ func TestSpaceQuotaAlarm(t *testing.T) {
 	wantAlarm("after restarting "+c.Peers[1].Name, true)
 
 	// Reads, deletes and compaction work.
+	// The put refused at apply time was applied all the same, as etcd
+	// does (the members must not diverge on their file sizes): it may be
+	// there.
 	got, err := cli.Get(ctx, "/fill/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil || got.Count != int64(written) {
-		t.Fatalf("read while NOSPACE: count %v, err %v; want %d", got, err, written)
+	if err != nil || got.Count < int64(written) || got.Count > int64(written)+1 {
+		t.Fatalf("read while NOSPACE: %v, err %v; want %d or %d keys", got, err, written, written+1)
 	}
 	del, err := cli.Delete(ctx, "/fill/", clientv3.WithPrefix())
-	if err != nil || del.Deleted != int64(written) {
+	if err != nil || del.Deleted != got.Count {
 		t.Fatalf("delete while NOSPACE: %v, %v", del, err)
 	}
 	if _, err := cli.Compact(ctx, del.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
