@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,8 +28,17 @@ const noSpaceMsg = "etcdserver: mvcc: database space exceeded"
 // also after a restart; reads, deletes and compaction still work;
 // compaction then defragmentation shrink the database; disarming the
 // alarm lets writes through again.
+//
+// The quota is 1 MiB; make bench sets KLAB_QUOTA_BYTES to fill 1 GiB.
 func TestSpaceQuotaAlarm(t *testing.T) {
-	const quota = 1 << 20
+	quota := int64(1 << 20)
+	if v := os.Getenv("KLAB_QUOTA_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1<<20 {
+			t.Fatalf("KLAB_QUOTA_BYTES=%q: want a number of bytes, at least 1 MiB", v)
+		}
+		quota = n
+	}
 	c := etcdtest.New(t, 3, func(cfg *etcd.Config) {
 		cfg.QuotaBackendBytes = quota
 		// Keep the raft log, which shares the file, short.
@@ -35,13 +46,16 @@ func TestSpaceQuotaAlarm(t *testing.T) {
 		cfg.CompactRetention = -1
 	})
 	cli := c.Client()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 
-	value := strings.Repeat("x", 16<<10)
+	// About a thousand puts whatever the quota, each at most 1 MiB (a
+	// request's limit is 1.5 MiB).
+	value := strings.Repeat("x", int(min(max(quota/1024, 16<<10), 1<<20)))
 	written := 0
 	var fillErr error
-	for ; written < 2*quota/len(value); written++ {
+	start := time.Now()
+	for ; int64(written) < 2*quota/int64(len(value)); written++ {
 		if _, fillErr = cli.Put(ctx, fmt.Sprintf("/fill/%04d", written), value); fillErr != nil {
 			break
 		}
@@ -49,7 +63,7 @@ func TestSpaceQuotaAlarm(t *testing.T) {
 	if fillErr == nil || fillErr.Error() != noSpaceMsg || !errors.Is(fillErr, rpctypes.ErrNoSpace) {
 		t.Fatalf("after %d puts of %d bytes into a %d-byte quota: err %v, want %q", written, len(value), quota, fillErr, noSpaceMsg)
 	}
-	t.Logf("quota reached after %d puts of %d bytes", written, len(value))
+	t.Logf("quota of %d bytes reached after %d puts of %d bytes, in %v", quota, written, len(value), time.Since(start).Round(time.Millisecond))
 
 	// The alarm, listed by every member, from its own applied state.
 	wantAlarm := func(when string, want bool) {
