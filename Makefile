@@ -40,13 +40,15 @@ run: build
 test: build
 	KLAB_BINARY=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -ldflags '$(KUBE_LDFLAGS)' ./...
 
-## bench: klab's etcd against real etcd side by side (tables on stdout), the
+## bench: klab's etcd against real etcd side by side (tables on stdout), a 1 GiB
+## etcd space quota filled and recovered from (NOSPACE, compaction, defrag), the
 ## API server's latencies (p50/p99), scheduling density, exec round trips and
 ## port-forward throughput, the Docker runtime's
 ## start/stop times and memory, then the Go benchmarks of every other
 ## package that has some
 bench:
 	$(GO) run ./bench/etcd/cmd/etcdbench
+	KLAB_QUOTA_BYTES=1073741824 $(GO) test -count=1 -timeout 40m -run '^TestSpaceQuotaAlarm$$' -v ./cluster/etcd/
 	$(GO) run ./bench/proxy/cmd/proxybench
 	$(GO) test -count=1 -run '^$$' -bench 'Create|Apply|Get|List1000$$|WatchDelivery' -benchtime 2s ./bench/apiserver/
 	$(GO) test -count=1 -run '^$$' -bench 'List10000' -benchtime 20x ./bench/apiserver/

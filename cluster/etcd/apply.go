@@ -73,8 +73,28 @@ func isClientError(err error) bool {
 	return isStatus
 }
 
+// applyRequest applies one request. The space quota takes part as in
+// etcd: while the NOSPACE alarm is active, a request that adds data is
+// refused on every member alike; without the alarm, a request that takes
+// this member's database past the quota is applied (the members' states
+// must not diverge on their file sizes) and answered with the quota error,
+// after which the member raises the alarm.
 func (m *Member) applyRequest(tx *bolt.Tx, r *pb.InternalRaftRequest) (any, error) {
+	if m.capped(r) {
+		return nil, rpctypes.ErrGRPCNoSpace
+	}
+	fits := m.fitsQuota(tx.Size(), quotaCost(r))
+	resp, err := m.applyRequestOp(tx, r)
+	if err == nil && !fits {
+		err = rpctypes.ErrGRPCNoSpace
+	}
+	return resp, err
+}
+
+func (m *Member) applyRequestOp(tx *bolt.Tx, r *pb.InternalRaftRequest) (any, error) {
 	switch {
+	case r.GetAlarm() != nil:
+		return m.applyAlarm(tx, r.GetAlarm())
 	case r.GetPut() != nil:
 		resp, err := m.store.Put(tx, r.GetPut())
 		m.fillHeader(headerOf(resp))

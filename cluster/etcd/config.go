@@ -74,6 +74,10 @@ type Config struct {
 	NoFsync bool
 	// MaxRequestBytes caps one client request.
 	MaxRequestBytes int
+	// QuotaBackendBytes is the space quota of the member's database, as
+	// etcd's --quota-backend-bytes: 0 takes etcd's default (2 GiB), a
+	// negative value disables it. See quota.go.
+	QuotaBackendBytes int64
 
 	// Faults is the network-fault layer consulted for every raft message;
 	// nil means a healthy network.
@@ -103,6 +107,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxRequestBytes == 0 {
 		c.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if c.QuotaBackendBytes == 0 {
+		c.QuotaBackendBytes = DefaultQuotaBackendBytes
 	}
 	c.Logger = componentbase.Logger(c.Logger)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/tracker"
 
@@ -53,6 +54,11 @@ func (m *Member) Status() Status {
 	st.Revision = m.store.Rev()
 	st.CompactRevision = m.store.CompactRev()
 	st.DBSize = m.dbSize()
+	st.QuotaBackendBytes = m.cfg.QuotaBackendBytes
+	for _, a := range m.alarms.list(pb.AlarmType_NONE) {
+		st.Alarms = append(st.Alarms, a.Alarm.String())
+		st.AlarmMembers = append(st.AlarmMembers, hexID(a.MemberID))
+	}
 	st.ElectionElapsed = int(m.ticksSinceLeader.Load())
 	if rs.RaftState == raft.StateLeader {
 		st.ElectionElapsed = 0
@@ -78,6 +84,8 @@ func (m *Member) Status() Status {
 // backend size.
 func (m *Member) dbSize() int64 {
 	var size int64
+	m.dbMu.RLock()
+	defer m.dbMu.RUnlock()
 	if m.db == nil {
 		return 0
 	}
@@ -86,6 +94,24 @@ func (m *Member) dbSize() int64 {
 		return nil
 	})
 	return size
+}
+
+// dbSizes returns the database size and the part of it in use: the size
+// less the pages bbolt holds free for reuse, which a defragmentation gives
+// back.
+func (m *Member) dbSizes() (size, inUse int64) {
+	m.dbMu.RLock()
+	defer m.dbMu.RUnlock()
+	if m.db == nil {
+		return 0, 0
+	}
+	_ = m.db.View(func(tx *bolt.Tx) error {
+		size = tx.Size()
+		return nil
+	})
+	st := m.db.Stats()
+	inUse = size - int64(st.FreePageN+st.PendingPageN)*int64(m.db.Info().PageSize)
+	return size, max(inUse, 0)
 }
 
 // registerDebug serves /debug/klab: status, the event stream and clock

@@ -34,6 +34,15 @@
 // for the log, the leader streams it a copy of its current state. The same
 // copy, followed by its SHA-256, is what etcdctl snapshot save receives.
 //
+// Space is bounded as in etcd: a write that would take member.db past
+// QuotaBackendBytes (2 GiB unless configured) is refused with "etcdserver:
+// mvcc: database space exceeded" and raises the NOSPACE alarm, an entry in
+// the log that caps writes on every member until it is disarmed; reads,
+// deletes and compaction go on, and Defragment gives the freed pages back
+// (quota.go, alarm.go, defrag.go). A member whose disk refuses a write
+// stops with an error that says so; what it acknowledged is in its log
+// and is applied again when it restarts.
+//
 // Each member also serves, on its peer port, the debug endpoints the klab UI
 // draws from: /debug/klab/status (its raft view), /debug/klab/events (every
 // raft message sent and received, role changes and elections, as

@@ -23,6 +23,7 @@ const (
 	EventSnapshot    = "snapshot"  // a snapshot was created, sent or installed
 	EventClock       = "clock"     // the raft clock was paused, resumed, stepped or re-timed
 	EventLifecycle   = "lifecycle" // the member started, stopped, paused or resumed
+	EventAlarm       = "alarm"     // an alarm (NOSPACE) was raised or disarmed in the cluster
 )
 
 // eventRingSize is how many events a member keeps for readers that

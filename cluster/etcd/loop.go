@@ -1,10 +1,12 @@
 package etcd
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
@@ -35,6 +37,14 @@ func (m *Member) run() {
 			m.ticksSinceLeader.Add(1)
 		case rd := <-m.node.Ready():
 			if err := m.handleReady(rd); err != nil {
+				m.fail(err)
+				return
+			}
+		case done := <-m.defragc:
+			// Between two Readies nothing writes to the database.
+			err := m.defragment()
+			done <- err
+			if errors.Is(err, errDefragLostDB) {
 				m.fail(err)
 				return
 			}
@@ -136,6 +146,16 @@ func (m *Member) handleReady(rd raft.Ready) error {
 		m.applied.Store(applied)
 		m.appliedTerm.Store(appliedTerm)
 		for _, r := range results {
+			if isNoSpace(r.result.err) && !m.alarms.has(pb.AlarmType_NOSPACE) {
+				// As etcd: the write went past the quota; answer once
+				// the alarm is raised, so that the client that got the
+				// error finds it in the alarm list.
+				m.go_(func() {
+					m.raiseNoSpace(ctxFromStop(m.stopc))
+					m.wait.trigger(r.id, r.result)
+				})
+				continue
+			}
 			m.wait.trigger(r.id, r.result)
 		}
 		m.appliedNotify.notify()

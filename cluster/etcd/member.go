@@ -37,13 +37,18 @@ type Member struct {
 	clusterID uint64
 	self      Peer
 
+	// db is replaced by a defragmentation, which the raft loop runs
+	// between two Readies; other goroutines hold dbMu to use it.
 	db          *bolt.DB
+	dbMu        sync.RWMutex
+	defragc     chan chan error
 	store       *mvcc.Store
 	lessor      *lease.Lessor
 	raftStorage *raft.MemoryStorage
 	node        raft.Node
 	transport   *rafthttp.Transport
 	members     *membership
+	alarms      *alarmSet
 	clock       *raftClock
 	events      *eventstream.Hub[Event]
 	// requests are the client requests served (/debug/klab/requests).
@@ -103,6 +108,8 @@ func NewMember(cfg Config) (*Member, error) {
 		clusterID:     ClusterID(cfg.InitialCluster, cfg.ClusterToken),
 		self:          self,
 		members:       newMembership(),
+		alarms:        newAlarmSet(),
+		defragc:       make(chan chan error),
 		clock:         newRaftClock(cfg.TickInterval),
 		events:        newEventHub(),
 		requests:      newRequestHub(),
@@ -151,7 +158,7 @@ func checkDataDir(dir string) error {
 	}
 	for _, n := range names {
 		switch n {
-		case dbFileName, "snap":
+		case dbFileName, "snap", defragFileName:
 		default:
 			return fmt.Errorf("data dir %s is not a klab etcd data dir: unexpected %q (use an empty directory)", dir, n)
 		}

@@ -22,7 +22,11 @@ func (m *Member) nextRequestID() uint64 {
 // propose replicates a request through raft and waits until this member has
 // applied it, returning what applying it produced. A write is acknowledged
 // only once it is applied, so a client that reads after a write sees it.
+// A write that does not fit the space quota is refused first (quota.go).
 func (m *Member) propose(ctx context.Context, r *pb.InternalRaftRequest) (any, error) {
+	if err := m.checkQuota(ctx, r); err != nil {
+		return nil, err
+	}
 	id := m.nextRequestID()
 	r.Header = &pb.RequestHeader{ID: id}
 	data, err := proto.Marshal(r)
@@ -209,14 +213,30 @@ func (m *Member) readIndexRound() error {
 			return rpctypes.ErrGRPCStopped
 		}
 	}
+	if m.isLeader() {
+		// raft answers a lone voter's ReadIndex with its commit index at
+		// once, even before it has committed an entry of its own term,
+		// and after a restart that index can trail writes acknowledged
+		// before it (their commit index reached the disk only with the
+		// apply that answered them). Waiting for the term's first entry
+		// to be applied closes the gap, as raft's wait does for a leader
+		// of several voters.
+		term := m.term.Load()
+		return m.waitUntil(func() bool { return m.applied.Load() >= index && m.appliedTerm.Load() >= term }, deadline.C)
+	}
 	return m.waitApplied(index, deadline.C)
 }
 
 // waitApplied waits until the applied index reaches index.
 func (m *Member) waitApplied(index uint64, deadline <-chan time.Time) error {
+	return m.waitUntil(func() bool { return m.applied.Load() >= index }, deadline)
+}
+
+// waitUntil waits until applying entries makes cond true.
+func (m *Member) waitUntil(cond func() bool, deadline <-chan time.Time) error {
 	for {
 		c := m.appliedNotify.wait()
-		if m.applied.Load() >= index {
+		if cond() {
 			return nil
 		}
 		select {

@@ -24,7 +24,7 @@ import (
 // error so that a user knows what does work.
 const supported = "klab's etcd supports KV (Range, Put, DeleteRange, Txn, Compact), Watch, " +
 	"Lease (Grant, Revoke, KeepAlive, TimeToLive, Leases), Cluster (MemberList, MemberAdd, MemberRemove, MemberUpdate, MemberPromote) " +
-	"and Maintenance (Status, Snapshot, MoveLeader, Alarm GET)"
+	"and Maintenance (Status, Snapshot, MoveLeader, Alarm, Defragment)"
 
 func unimplemented(what string) error {
 	return status.Errorf(codes.Unimplemented, "%s is not implemented; %s", what, supported)

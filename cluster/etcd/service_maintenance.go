@@ -8,6 +8,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/etcd/api/v3/version"
 	"go.etcd.io/raft/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // maintenanceServer is the etcd v3 Maintenance service.
@@ -20,11 +22,13 @@ type maintenanceServer struct {
 // API version klab's member implements.
 func (s *maintenanceServer) Status(ctx context.Context, r *pb.StatusRequest) (*pb.StatusResponse, error) {
 	st := s.m.node.Status()
+	size, inUse := s.m.dbSizes()
 	resp := &pb.StatusResponse{
 		Header:           &pb.ResponseHeader{},
 		Version:          version.Version,
-		DbSize:           s.m.dbSize(),
-		DbSizeInUse:      s.m.dbSize(),
+		DbSize:           size,
+		DbSizeInUse:      inUse,
+		DbSizeQuota:      s.m.cfg.QuotaBackendBytes,
 		Leader:           st.Lead,
 		RaftIndex:        st.HardState.GetCommit(),
 		RaftTerm:         st.HardState.GetTerm(),
@@ -34,6 +38,7 @@ func (s *maintenanceServer) Status(ctx context.Context, r *pb.StatusRequest) (*p
 	if st.Lead == raft.None {
 		resp.Errors = append(resp.Errors, rpctypes.ErrNoLeader.Error())
 	}
+	resp.Errors = append(resp.Errors, s.m.alarmStrings()...)
 	s.m.fillHeader(resp.Header)
 	return resp, nil
 }
@@ -130,13 +135,28 @@ func (s *maintenanceServer) MoveLeader(ctx context.Context, r *pb.MoveLeaderRequ
 	}
 }
 
-// Alarm lists alarms. klab raises none (it has no space quota), so the list
-// is always empty; activating or deactivating one is not supported.
+// Alarm lists, raises or disarms alarms (etcdctl alarm list, alarm
+// disarm). Every action goes through raft, as in etcd: the list is the
+// cluster's, read at a point in the log, and a change applies on every
+// member.
 func (s *maintenanceServer) Alarm(ctx context.Context, r *pb.AlarmRequest) (*pb.AlarmResponse, error) {
-	if r.GetAction() != pb.AlarmRequest_GET {
-		return nil, unimplemented("Alarm " + r.GetAction().String())
+	req := &pb.AlarmRequest{Action: r.GetAction(), MemberID: r.GetMemberID(), Alarm: r.GetAlarm()}
+	resp, err := s.m.propose(ctx, &pb.InternalRaftRequest{Alarm: req})
+	if err != nil {
+		return nil, err
 	}
-	resp := &pb.AlarmResponse{Header: &pb.ResponseHeader{}}
+	return resp.(*pb.AlarmResponse), nil
+}
+
+// Defragment rewrites this member's database compactly (etcdctl defrag);
+// it concerns only the member asked.
+func (s *maintenanceServer) Defragment(ctx context.Context, r *pb.DefragmentRequest) (*pb.DefragmentResponse, error) {
+	s.m.lg.Info("starting defragment")
+	if err := s.m.Defragment(ctx); err != nil {
+		s.m.lg.Warn("failed to defragment", "err", err)
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	resp := &pb.DefragmentResponse{Header: &pb.ResponseHeader{}}
 	s.m.fillHeader(resp.Header)
 	return resp, nil
 }

@@ -20,12 +20,14 @@ import (
 // kvBuckets are the buckets of etcd's backend schema that make up the
 // key-value state: what a snapshot carries, to a follower or to etcdctl.
 var kvBuckets = [][]byte{
-	[]byte("key"), []byte("meta"), []byte("lease"), membersBucket, membersRemovedBucket,
+	[]byte("key"), []byte("meta"), []byte("lease"), membersBucket, membersRemovedBucket, alarmBucket,
 }
 
 // kvSnapshot writes the key-value state, as of one consistent moment, into a
 // new bbolt file at path and returns the raft index and term it reflects.
 func (m *Member) kvSnapshot(path string) (index, term uint64, cs *raftpb.ConfState, err error) {
+	m.dbMu.RLock()
+	defer m.dbMu.RUnlock()
 	src, err := m.db.Begin(false)
 	if err != nil {
 		return 0, 0, nil, err
@@ -186,6 +188,9 @@ func (m *Member) installSnapshot(tx *bolt.Tx, snap *raftpb.Snapshot) error {
 	}
 	if err := m.members.load(tx); err != nil {
 		return err
+	}
+	if err := m.alarms.load(tx); err != nil {
+		return fmt.Errorf("restore alarms from snapshot: %w", err)
 	}
 	if err := raftlog.Reset(tx); err != nil {
 		return err

@@ -21,6 +21,13 @@ type Status struct {
 	Revision        int64  `json:"revision"`
 	CompactRevision int64  `json:"compactRevision"`
 	DBSize          int64  `json:"dbSize"`
+	// Alarms are the cluster's active alarms as this member has applied
+	// them, each as NOSPACE or CORRUPT (the etcd alarm type), with the
+	// raising member in AlarmMembers at the same position.
+	Alarms       []string `json:"alarms,omitempty"`
+	AlarmMembers []string `json:"alarmMembers,omitempty"`
+	// QuotaBackendBytes is the member's space quota (negative: none).
+	QuotaBackendBytes int64 `json:"quotaBackendBytes"`
 	// Progress is the leader's view of each follower (leader only).
 	Progress map[string]Progress `json:"progress,omitempty"`
 	Clock    ClockStatus         `json:"clock"`

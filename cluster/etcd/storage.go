@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 
@@ -36,12 +37,10 @@ type bootState struct {
 
 func (m *Member) openStorage(ctx context.Context) (*bootState, error) {
 	path := m.dbPath()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:        time.Second,
-		NoSync:         m.cfg.NoFsync,
-		NoFreelistSync: true,
-		FreelistType:   bolt.FreelistMapType,
-	})
+	// A defragmentation that did not finish left its copy behind; the
+	// original is whole (the copy replaces it only once complete).
+	os.Remove(m.defragPath())
+	db, err := bolt.Open(path, 0o600, m.boltOptions())
 	switch {
 	case errors.Is(err, bolt.ErrTimeout):
 		return nil, fmt.Errorf("data dir %s is in use by another process", m.cfg.DataDir)
@@ -77,6 +76,9 @@ func (m *Member) openStorage(ctx context.Context) (*bootState, error) {
 		if err := m.members.load(tx); err != nil {
 			return err
 		}
+		if err := m.alarms.load(tx); err != nil {
+			return fmt.Errorf("load alarms: %w", err)
+		}
 		st, err := raftlog.Load(tx)
 		if err != nil {
 			return fmt.Errorf("load raft log from %s: %w", path, err)
@@ -92,6 +94,16 @@ func (m *Member) openStorage(ctx context.Context) (*bootState, error) {
 		return nil, err
 	}
 	return bs, nil
+}
+
+// boltOptions are the options member.db is opened with.
+func (m *Member) boltOptions() *bolt.Options {
+	return &bolt.Options{
+		Timeout:        time.Second,
+		NoSync:         m.cfg.NoFsync,
+		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
+	}
 }
 
 // checkIdentity compares the identity stored in the data dir with this

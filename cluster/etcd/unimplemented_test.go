@@ -28,16 +28,12 @@ func TestUnimplementedSaysWhatIsSupported(t *testing.T) {
 			_, err := pb.NewAuthClient(cli.ActiveConnection()).UserList(ctx, &pb.AuthUserListRequest{})
 			return err
 		}},
-		{"Maintenance.Defragment", func() error {
-			_, err := pb.NewMaintenanceClient(cli.ActiveConnection()).Defragment(ctx, &pb.DefragmentRequest{})
+		{"Maintenance.Hash", func() error {
+			_, err := pb.NewMaintenanceClient(cli.ActiveConnection()).Hash(ctx, &pb.HashRequest{})
 			return err
 		}},
 		{"Maintenance.HashKV", func() error {
 			_, err := pb.NewMaintenanceClient(cli.ActiveConnection()).HashKV(ctx, &pb.HashKVRequest{})
-			return err
-		}},
-		{"Alarm ACTIVATE", func() error {
-			_, err := pb.NewMaintenanceClient(cli.ActiveConnection()).Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, Alarm: pb.AlarmType_NOSPACE})
 			return err
 		}},
 	}

@@ -50,6 +50,7 @@ func (b *bringUp) etcdSpec(n runtime.Node) (runtime.ComponentSpec, error) {
 		ListenClient:        hostPort(n, "etcd-client"),
 		ListenPeer:          hostPort(n, "etcd-peer"),
 		UnsafeNoFsync:       b.c.spec.NoFsync,
+		QuotaBackendBytes:   b.c.spec.QuotaBackendBytes,
 	}}, nil
 }
 

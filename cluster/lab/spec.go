@@ -58,6 +58,10 @@ type Spec struct {
 	// NoFsync turns fsync off in etcd: faster on slow disks, unsafe on
 	// power loss.
 	NoFsync bool `json:"noFsync,omitempty"`
+	// QuotaBackendBytes is each etcd member's space quota, as etcd's
+	// --quota-backend-bytes: zero means etcd's default (2 GiB), negative
+	// none. A write past it raises the NOSPACE alarm.
+	QuotaBackendBytes int64 `json:"quotaBackendBytes,omitempty"`
 }
 
 // DefaultClusterName returns the cluster name commands use when --name is

@@ -286,6 +286,10 @@ type EtcdSpec struct {
 	UnsafeNoFsync bool `json:"unsafeNoFsync,omitempty"`
 	// MaxRequestBytes caps one client request; zero means etcd's default.
 	MaxRequestBytes int `json:"maxRequestBytes,omitempty"`
+	// QuotaBackendBytes is the space quota of the member's database
+	// (--quota-backend-bytes): zero means etcd's default, 2 GiB; negative
+	// disables it.
+	QuotaBackendBytes int64 `json:"quotaBackendBytes,omitempty"`
 }
 
 // ClientSpec is what every client of the API server needs: where it is,

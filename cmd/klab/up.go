@@ -37,6 +37,7 @@ func newUpCmd() *cobra.Command {
 	cmd.Flags().StringVar(&spec.Runtime, "runtime", spec.Runtime, i18n.T("up.flag.runtime"))
 	cmd.Flags().Float64Var(&spec.Speed, "speed", spec.Speed, i18n.T("up.flag.speed"))
 	cmd.Flags().BoolVar(&spec.NoFsync, "no-fsync", false, i18n.T("up.flag.no-fsync"))
+	cmd.Flags().Int64Var(&spec.QuotaBackendBytes, "quota-backend-bytes", 0, i18n.T("up.flag.quota-backend-bytes"))
 	cmd.Flags().BoolVar(&retain, "retain", false, i18n.T("up.flag.retain"))
 	return cmd
 }

@@ -60,6 +60,8 @@ type Styles struct {
 		TimerFill, TimerEmpty, TimerMark                      lipgloss.Style
 		MsgVote, MsgApp, MsgBeat, MsgSnap, MsgOther, MsgLost  lipgloss.Style
 		Fresh, Faded, Lane                                    lipgloss.Style
+		// Alarm is an etcd alarm (NOSPACE) in a member's box.
+		Alarm lipgloss.Style
 	}
 	Overview struct {
 		Node, NodeTitle, Key, Value, Muted lipgloss.Style
@@ -176,6 +178,7 @@ func DefaultStyles() *Styles {
 	s.Raft.MsgSnap = fg(colorPreCand)
 	s.Raft.MsgOther = fg(colorFollow)
 	s.Raft.MsgLost = fg(colorBad)
+	s.Raft.Alarm = fg(colorBad).Bold(true)
 	s.Raft.Fresh = lipgloss.NewStyle().Bold(true)
 	s.Raft.Faded = lipgloss.NewStyle().Faint(true)
 	s.Raft.Lane = fg(colorSubtle)

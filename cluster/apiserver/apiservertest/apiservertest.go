@@ -15,6 +15,7 @@ import (
 
 	"github.com/klab-dev/klab/cluster/apiserver"
 	"github.com/klab-dev/klab/cluster/apiserver/auth"
+	"github.com/klab-dev/klab/cluster/etcd"
 	"github.com/klab-dev/klab/cluster/etcd/etcdtest"
 	"github.com/klab-dev/klab/cluster/pki"
 )
@@ -36,6 +37,9 @@ type Options struct {
 	EtcdMembers, APIServers int
 	// Tune changes each server's configuration before it starts.
 	Tune func(*apiserver.Config)
+	// TuneEtcd changes each etcd member's configuration (a small space
+	// quota, say).
+	TuneEtcd func(*etcd.Config)
 }
 
 // New starts the cluster; everything stops when the test ends.
@@ -47,7 +51,7 @@ func New(t testing.TB, opts Options) *Cluster {
 	if opts.APIServers == 0 {
 		opts.APIServers = 1
 	}
-	c := &Cluster{t: t, Etcd: etcdtest.New(t, opts.EtcdMembers, nil), Name: "test"}
+	c := &Cluster{t: t, Etcd: etcdtest.New(t, opts.EtcdMembers, opts.TuneEtcd), Name: "test"}
 	p, err := pki.Ensure(filepath.Join(t.TempDir(), "pki"), []string{"127.0.0.1"}, []string{"node-1"})
 	if err != nil {
 		t.Fatal(err)

@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/klab-dev/klab/cluster/apiserver/registry"
@@ -258,6 +261,15 @@ func etcdError(err error) error {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
 		return err
+	}
+	if errors.Is(err, rpctypes.ErrNoSpace) {
+		// As upstream, which passes etcd's error through unwrapped: a 500
+		// whose message is etcd's own ("etcdserver: mvcc: database space
+		// exceeded"), so that kubectl prints what etcd's documentation
+		// explains.
+		return &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Message: err.Error(),
+		}}
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return apierrors.NewTimeoutError(fmt.Sprintf("etcd did not answer in time: %v", err), 2)

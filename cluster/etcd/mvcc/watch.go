@@ -38,6 +38,11 @@ const (
 	maxEventsPerResponse = 1000
 	// outBufferLen is the response buffer of a stream, as etcd's chanBufLen.
 	outBufferLen = 128
+	// ctrlQueueLen bounds the creation and cancel responses waiting to be
+	// sent, as etcd's ctrlStreamBufLen: past it, Watch and Cancel block,
+	// so the gRPC receive loop stops reading and flow control holds back
+	// a client that sends requests without reading responses.
+	ctrlQueueLen = 16
 )
 
 // watcher is one watch on a stream. Its key, range and options never change;
@@ -84,12 +89,15 @@ type WatchStream struct {
 	donec    chan struct{}
 	interval time.Duration
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// room is signalled, with mu, when the control queue has room again
+	// or the stream closes.
+	room     *sync.Cond
 	watchers map[int64]*watcher
 	nextID   int64
-	// ctrl holds creation and cancel responses; the goroutine sends them
-	// before any event of a watcher it sees, so a creation always comes
-	// before that watcher's first event.
+	// ctrl holds creation and cancel responses, at most ctrlQueueLen; the
+	// goroutine sends them before any event of a watcher it sees, so a
+	// creation always comes before that watcher's first event.
 	ctrl              []*pb.WatchResponse
 	progressRequested bool
 	closed            bool
@@ -106,6 +114,7 @@ func (s *Store) NewWatchStream() *WatchStream {
 		interval: ProgressInterval,
 		watchers: make(map[int64]*watcher),
 	}
+	ws.room = sync.NewCond(&ws.mu)
 	s.watchMu.Lock()
 	s.streams[ws] = struct{}{}
 	s.watchMu.Unlock()
@@ -130,10 +139,13 @@ func (ws *WatchStream) Watch(req *pb.WatchCreateRequest) (int64, error) {
 		key = []byte{0}
 	}
 	end := rangeEnd(req.RangeEnd)
-	published := ws.s.published()
 
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
+	// Wait before anything changes: a watcher must not exist, and have its
+	// events delivered, while its creation response waits for room.
+	ws.waitRoom()
+	published := ws.s.published()
 	id, err := ws.allocID(req, key, end)
 	if err != nil {
 		ws.queue(&pb.WatchResponse{
@@ -201,9 +213,10 @@ func (ws *WatchStream) allocID(req *pb.WatchCreateRequest, key, end []byte) (int
 // Cancel removes a watcher. Its cancel response follows any of its events
 // already on the way; no event of it follows the cancel response.
 func (ws *WatchStream) Cancel(id int64) error {
-	published := ws.s.published()
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
+	ws.waitRoom()
+	published := ws.s.published()
 	if _, ok := ws.watchers[id]; !ok || ws.closed {
 		return ErrWatcherNotExist
 	}
@@ -238,6 +251,7 @@ func (ws *WatchStream) Close() {
 	}
 	ws.closed = true
 	ws.watchers = map[int64]*watcher{}
+	ws.room.Broadcast()
 	ws.mu.Unlock()
 	close(ws.closec)
 	<-ws.donec
@@ -246,7 +260,18 @@ func (ws *WatchStream) Close() {
 	ws.s.watchMu.Unlock()
 }
 
-// queue adds a control response and wakes the goroutine; ws.mu is held.
+// waitRoom blocks, with ws.mu held, until the control queue has room or
+// the stream is closed. Blocking the caller is the back-pressure: the gRPC
+// receive loop stops reading, and the client's sends stall once the
+// connection's flow-control window is full.
+func (ws *WatchStream) waitRoom() {
+	for len(ws.ctrl) >= ctrlQueueLen && !ws.closed {
+		ws.room.Wait()
+	}
+}
+
+// queue adds a control response and wakes the goroutine; ws.mu is held
+// and waitRoom has returned.
 func (ws *WatchStream) queue(resp *pb.WatchResponse) {
 	ws.ctrl = append(ws.ctrl, resp)
 	ws.notify()
@@ -267,6 +292,9 @@ func (ws *WatchStream) snapshot() ([]*pb.WatchResponse, []*watcher) {
 	defer ws.mu.Unlock()
 	ctrl := ws.ctrl
 	ws.ctrl = nil
+	if len(ctrl) > 0 {
+		ws.room.Broadcast()
+	}
 	watchers := make([]*watcher, 0, len(ws.watchers))
 	for _, w := range ws.watchers {
 		watchers = append(watchers, w)

@@ -2,6 +2,7 @@ package raft
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -37,6 +38,10 @@ func RoleWord(role string) string {
 func memberLines(s *styles.Styles, sgr *sgrCache, st *labstate.State, m *labstate.Member, inner int, lo uint64) []string {
 	role := m.Role()
 	lines := []string{s.RoleStyle(role).Render(common.Fit(RoleWord(role), inner))}
+	if m.HasStatus && len(m.Status.Alarms) > 0 {
+		// An alarm is the cluster's, so every member's box shows it.
+		lines = append(lines, common.Fit(sgr.wrap(&s.Raft.Alarm, i18n.T("ui.raft.alarm", strings.Join(uniq(m.Status.Alarms), ","))), inner))
+	}
 	val := func(key string, v any) string {
 		return sgr.wrap(&s.Raft.Key, i18n.T(key)) + " " + sgr.wrap(&s.Raft.Value, fmt.Sprint(v))
 	}
@@ -71,6 +76,17 @@ func memberLines(s *styles.Styles, sgr *sgrCache, st *labstate.State, m *labstat
 		lines = append(lines, common.Fit(sgr.wrap(&s.Raft.Muted, i18n.T("ui.raft.log-range", m.Status.FirstIndex, m.Status.LastIndex)), inner))
 	}
 	return append(lines, timer[1:]...)
+}
+
+// uniq drops repeated words, keeping the order.
+func uniq(words []string) []string {
+	var out []string
+	for _, w := range words {
+		if !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // memberBox frames a member's lines, cut or padded to height, with its

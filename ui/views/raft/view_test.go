@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/muesli/termenv"
 
+	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/ui/internal/uitest"
 	"github.com/klab-dev/klab/ui/labstate"
 )
@@ -218,5 +219,29 @@ func TestKeysAskForActions(t *testing.T) {
 	}
 	if v.Update(uitest.Key(".")) == nil {
 		t.Error("a step while paused asks nothing")
+	}
+}
+
+// An etcd alarm (NOSPACE after the space quota filled) is the cluster's:
+// every member's box names it, whole, in both languages and at every size.
+func TestMemberBoxesShowAlarm(t *testing.T) {
+	for _, lang := range uitest.Langs {
+		for _, size := range uitest.Sizes {
+			t.Run(fmt.Sprintf("%s-%dx%d", lang, size.W, size.H), func(t *testing.T) {
+				c := uitest.Setup(t, lang)
+				_, st := uitest.Raft(3)
+				for i := range st.Members {
+					st.Members[i].Status.Alarms = []string{"NOSPACE", "NOSPACE"}
+				}
+				v := New(c, st)
+				v.SetSize(size.W, size.H)
+				got := v.View()
+				uitest.CheckFrame(t, got, size.W, size.H)
+				want := map[i18n.Lang]string{i18n.English: "⚠ NOSPACE alarm", i18n.Korean: "⚠ NOSPACE 경보"}[lang]
+				if n := strings.Count(got, want); n != 3 {
+					t.Errorf("%q appears %d times, want once in each of 3 boxes:\n%s", want, n, got)
+				}
+			})
+		}
 	}
 }
