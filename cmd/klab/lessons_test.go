@@ -128,7 +128,16 @@ func TestLessonsErrors(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bad, "broken.yaml"), []byte(lesson), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	known := "cluster-tour, etcd-registry, raft-election, quorum"
+	// The ids in the order klab lists them.
+	all, err := lessons.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, l := range all {
+		ids = append(ids, l.ID)
+	}
+	known := strings.Join(ids, ", ")
 	tests := []struct {
 		name string
 		args []string
