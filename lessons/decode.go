@@ -310,6 +310,10 @@ func (f *fields) identifier(key string) string {
 	return s
 }
 
+// ValidID reports whether s can be a lesson's or a step's id: a
+// lowercase DNS label.
+func ValidID(s string) bool { return validID(s) }
+
 func validID(s string) bool {
 	if len(s) == 0 || len(s) > 63 || s[0] < 'a' || s[0] > 'z' || s[len(s)-1] == '-' {
 		return false

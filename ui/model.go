@@ -43,7 +43,7 @@ type Model struct {
 // NewModel returns the root model with opts.Spec as the home screen's
 // defaults and opts' lessons. ctx bounds everything the model starts.
 func NewModel(ctx context.Context, c *common.Common, opts Options, logger *slog.Logger) *Model {
-	hopts := home.Options{Lessons: opts.Lessons, Progress: opts.Progress, Lesson: opts.lesson, Step: opts.step}
+	hopts := home.Options{Lessons: opts.Lessons, Progress: opts.Progress, Lesson: opts.lesson, Step: opts.step, Pack: opts.Pack, Problems: opts.problems}
 	return &Model{c: c, ctx: ctx, home: home.New(c, ctx, opts.Spec, logger, hopts), savePrefs: true, opts: opts}
 }
 

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,6 +61,10 @@ type Options struct {
 	// Autoplay plays the lesson (klab --lesson id --autoplay) once its
 	// cluster is up.
 	Autoplay bool
+	// Pack is a folder of lessons (klab --lessons <dir>) listed after the
+	// built-in ones. A pack with problems adds none of its lessons; the
+	// home screen lists the problems, each at its file and line.
+	Pack string
 	// Lessons are the lessons on the home screen; Run loads the embedded
 	// ones when nil. Progress records the student's steps.
 	Lessons  []*lessons.Lesson
@@ -72,9 +77,10 @@ type Options struct {
 	// Views builds a workspace's views besides Overview and Raft.
 	Views func(c *common.Common) map[workspace.ViewID]common.View
 
-	// lesson and step are Lesson resolved.
-	lesson *lessons.Lesson
-	step   int
+	// lesson and step are Lesson resolved; problems are the Pack's.
+	lesson   *lessons.Lesson
+	step     int
+	problems []*lessons.LoadError
 }
 
 // DefaultViews are the views besides Overview and Raft: the scheduler's
@@ -86,6 +92,34 @@ func DefaultViews(c *common.Common) map[workspace.ViewID]common.View {
 		workspace.ViewProxy:     proxy.New(c),
 		workspace.ViewEvents:    events.New(c),
 	}
+}
+
+// loadPack loads the lessons in dir for the home screen, beside those of
+// have: a problem in any file (or an id that have holds already) keeps the
+// whole pack out, as the loader keeps a broken lesson out, and is
+// returned to be shown. A folder that cannot be read is an error.
+func loadPack(have []*lessons.Lesson, dir string) ([]*lessons.Lesson, []*lessons.LoadError, error) {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil, nil, i18n.NewError("ui.err.pack-not-dir", dir)
+	}
+	pack, err := lessons.LoadDir(dir)
+	if err != nil {
+		problems := lessons.LoadErrors(err)
+		if len(problems) == 0 {
+			return nil, nil, i18n.Wrap(err, "lessons.cmd.err.load", dir)
+		}
+		return nil, problems, nil
+	}
+	var problems []*lessons.LoadError
+	for _, l := range pack {
+		if slices.ContainsFunc(have, func(h *lessons.Lesson) bool { return h.ID == l.ID }) {
+			problems = append(problems, &lessons.LoadError{File: l.File, Path: "id", Msg: i18n.M("ui.err.pack-id-taken", l.ID)})
+		}
+	}
+	if len(problems) > 0 {
+		return nil, problems, nil
+	}
+	return pack, nil, nil
 }
 
 // ResolveLesson finds the lesson (and step) that --lesson names among
@@ -133,6 +167,14 @@ func (o *Options) prepare() error {
 			return err
 		}
 		o.Lessons = ls
+	}
+	if o.Pack != "" {
+		pack, problems, err := loadPack(o.Lessons, o.Pack)
+		if err != nil {
+			return err
+		}
+		o.Lessons = append(slices.Clip(o.Lessons), pack...)
+		o.problems = problems
 	}
 	if o.Progress == nil {
 		if home, err := lab.Home(); err == nil {

@@ -38,7 +38,7 @@ func newLessonsCmd() *cobra.Command {
 		},
 	}
 	cmd.PersistentFlags().StringVar(&dir, "dir", "", i18n.T("lessons.cmd.flag.dir"))
-	cmd.AddCommand(newLessonsListCmd(&dir), newLessonsShowCmd(&dir), newLessonsCheckCmd(&dir))
+	cmd.AddCommand(newLessonsListCmd(&dir), newLessonsShowCmd(&dir), newLessonsCheckCmd(&dir), newLessonsNewCmd(&dir))
 	return cmd
 }
 

@@ -32,6 +32,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	spec := lab.DefaultSpec()
 	var lesson string
 	var autoplay bool
+	var pack string
 	root := &cobra.Command{
 		Use:           "klab",
 		Short:         i18n.T("cli.root.short"),
@@ -43,7 +44,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// In a terminal, a bare `klab` opens the TUI; elsewhere (a
 			// pipe, a test) it introduces itself.
-			if ran, err := runTUI(cmd, spec, lesson, autoplay, os.Stdin); ran {
+			if ran, err := runTUI(cmd, spec, lesson, autoplay, pack, os.Stdin); ran {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), i18n.T("cli.intro"))
@@ -51,7 +52,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 			return cmd.Help()
 		},
 	}
-	addTUIFlags(root, &spec, &lesson, &autoplay)
+	addTUIFlags(root, &spec, &lesson, &autoplay, &pack)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.CompletionOptions.DisableDefaultCmd = true

@@ -14,8 +14,9 @@ import (
 
 // addTUIFlags gives bare `klab` the cluster flags of `klab up`: they are
 // the home screen's defaults.
-func addTUIFlags(cmd *cobra.Command, spec *lab.Spec, lesson *string, autoplay *bool) {
+func addTUIFlags(cmd *cobra.Command, spec *lab.Spec, lesson *string, autoplay *bool, pack *string) {
 	cmd.Flags().StringVar(lesson, "lesson", "", i18n.T("cli.flag.lesson"))
+	cmd.Flags().StringVar(pack, "lessons", "", i18n.T("cli.flag.lessons"))
 	cmd.Flags().BoolVar(autoplay, "autoplay", false, i18n.T("cli.flag.autoplay"))
 	addNameFlag(cmd, &spec.Name)
 	cmd.Flags().IntVar(&spec.Masters, "masters", spec.Masters, i18n.T("up.flag.masters"))
@@ -27,7 +28,7 @@ func addTUIFlags(cmd *cobra.Command, spec *lab.Spec, lesson *string, autoplay *b
 // runTUI opens the TUI when klab runs in a terminal, and reports whether
 // it did: the TUI needs a terminal on both ends, and a pipe or a test gets
 // the introduction instead.
-func runTUI(cmd *cobra.Command, spec lab.Spec, lesson string, autoplay bool, in *os.File) (bool, error) {
+func runTUI(cmd *cobra.Command, spec lab.Spec, lesson string, autoplay bool, pack string, in *os.File) (bool, error) {
 	if !isTerminal(cmd.OutOrStdout()) || !isatty.IsTerminal(in.Fd()) {
 		if lesson != "" {
 			// Asked for a lesson: saying why it does not open beats the
@@ -47,6 +48,7 @@ func runTUI(cmd *cobra.Command, spec lab.Spec, lesson string, autoplay bool, in 
 		Out:      cmd.OutOrStdout(),
 		Lesson:   lesson,
 		Autoplay: autoplay,
+		Pack:     pack,
 		Run:      cmdline.Runner(newRunner("")),
 	})
 }

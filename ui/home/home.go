@@ -70,6 +70,9 @@ type Model struct {
 
 	lessons  []*lessons.Lesson
 	progress *lessons.Progress
+	// pack and problems are a lesson pack that did not load, and why.
+	pack     string
+	problems []*lessons.LoadError
 	// lessonTop is the first lesson row shown when the terminal is too
 	// short for them all (0 is free play); the list scrolls with the
 	// cursor.
@@ -107,6 +110,10 @@ type Options struct {
 	// --lesson id[/step]).
 	Lesson *lessons.Lesson
 	Step   int
+	// Pack and Problems are a lesson pack (klab --lessons) that did not
+	// load, and why.
+	Pack     string
+	Problems []*lessons.LoadError
 }
 
 // New returns the home screen with spec (from the command line's flags) as
@@ -128,6 +135,8 @@ func New(c *common.Common, ctx context.Context, spec lab.Spec, logger *slog.Logg
 		name:     ti,
 		lessons:  opts.Lessons,
 		progress: opts.Progress,
+		pack:     opts.Pack,
+		problems: opts.Problems,
 	}
 	m.cursor = m.rowIndex(row{rowStart, 0})
 	if opts.Lesson != nil {

@@ -291,3 +291,34 @@ func TestHomeScrollsLessons(t *testing.T) {
 		}
 	}
 }
+
+// TestHomePackProblems: a lesson pack that did not load is named on the
+// home screen with its first problems at their file and line, and how
+// many more there are, in both languages and on a small screen.
+func TestHomePackProblems(t *testing.T) {
+	for _, lang := range uitest.Langs {
+		c := uitest.Setup(t, lang)
+		ls, err := lessons.Embedded()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var problems []*lessons.LoadError
+		for i := range 6 {
+			problems = append(problems, &lessons.LoadError{File: "pack/a.yaml", Line: 10 + i, Column: 3, Path: "title", Msg: i18n.M("lessons.err.missing-ko")})
+		}
+		spec := lab.DefaultSpec()
+		m := New(c, context.Background(), spec, slog.New(slog.DiscardHandler), Options{Lessons: ls, Pack: "pack", Problems: problems})
+		m.SetSize(80, 24)
+		m.Update(labio.DockerMsg{Version: "28.2.2"})
+		frame := ansi.Strip(m.View())
+		uitest.CheckFrame(t, m.View(), 80, 24)
+		for _, want := range []string{i18n.T("ui.home.pack-problems", "pack", 6), "pack/a.yaml:10:3: title", "pack/a.yaml:13:3", i18n.T("ui.home.pack-more", 2, "pack")} {
+			if !strings.Contains(frame, want) {
+				t.Errorf("%s: no %q on the home screen:\n%s", lang, want, frame)
+			}
+		}
+		if strings.Contains(frame, "pack/a.yaml:14") {
+			t.Errorf("%s: more than %d problems listed:\n%s", lang, maxProblemLines, frame)
+		}
+	}
+}

@@ -91,6 +91,7 @@ func (m *Model) formLines(w, limit int) []string {
 			top, end := m.lessonWindow(limit, cur)
 			if r.index == 0 {
 				lines = append(lines, "", s.Home.Section.Render(i18n.T("ui.home.lessons")))
+				lines = append(lines, m.problemLines(w)...)
 				if top > 0 {
 					lines = append(lines, s.Home.Note.Render("    "+i18n.T("ui.home.more-above", top)))
 				}
@@ -222,6 +223,28 @@ func (m *Model) startLabel() string {
 		label += " · " + i18n.T("ui.home.with-lesson", m.lesson.Title.String())
 	}
 	return label
+}
+
+// maxProblemLines bounds the problems of a lesson pack the home screen
+// lists; klab lessons list --dir lists them all.
+const maxProblemLines = 4
+
+// problemLines says that the lesson pack did not load, and why: its
+// first problems, each at its file and line.
+func (m *Model) problemLines(w int) []string {
+	if len(m.problems) == 0 {
+		return nil
+	}
+	s := m.c.Styles
+	lines := []string{s.Home.Warning.Render(common.Fit("  "+i18n.T("ui.home.pack-problems", m.pack, len(m.problems)), w))}
+	for i, p := range m.problems {
+		if i == maxProblemLines {
+			lines = append(lines, s.Home.Warning.Render(common.Fit("    "+i18n.T("ui.home.pack-more", len(m.problems)-i, m.pack), w)))
+			break
+		}
+		lines = append(lines, s.Home.Warning.Render(common.Fit("    "+p.In(i18n.Current()), w)))
+	}
+	return lines
 }
 
 // lessonWindow returns the lesson rows shown, [top, end), at most limit
