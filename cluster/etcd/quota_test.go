@@ -49,6 +49,17 @@ func TestSpaceQuotaAlarm(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 
+	// A follower is down while the quota fills: it learns of the alarm
+	// as it catches up, from a snapshot (the log is compacted past it by
+	// the writes below), not by applying the alarm's entry.
+	down := (c.WaitLeader(10*time.Second) + 1) % len(c.Peers)
+	c.Kill(down)
+	for i := 0; i < 60; i++ {
+		if _, err := cli.Put(ctx, fmt.Sprintf("/pre/%02d", i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	// About a thousand puts whatever the quota, each at most 1 MiB (a
 	// request's limit is 1.5 MiB).
 	value := strings.Repeat("x", int(min(max(quota/1024, 16<<10), 1<<20)))
@@ -64,6 +75,12 @@ func TestSpaceQuotaAlarm(t *testing.T) {
 		t.Fatalf("after %d puts of %d bytes into a %d-byte quota: err %v, want %q", written, len(value), quota, fillErr, noSpaceMsg)
 	}
 	t.Logf("quota of %d bytes reached after %d puts of %d bytes, in %v", quota, written, len(value), time.Since(start).Round(time.Millisecond))
+
+	if err := c.Start(down); err != nil {
+		t.Fatal(err)
+	}
+	waitConverged(t, c, 20*time.Second)
+	t.Logf("%s caught up; its latest raft snapshot is at index %d", c.Peers[down].Name, status(c, down).SnapshotIndex)
 
 	// The alarm, listed by every member, from its own applied state.
 	wantAlarm := func(when string, want bool) {

@@ -50,6 +50,11 @@ func TestRealEtcdctlSpaceQuota(t *testing.T) {
 	if out := run("alarm", "list"); !strings.Contains(out, "alarm:NOSPACE") || !strings.HasPrefix(out, "memberID:") {
 		t.Fatalf("etcdctl alarm list: %q, want NOSPACE (raised by each member whose database went past the quota)", out)
 	}
+	// endpoint health asks for the alarms too, and reports each member
+	// unhealthy while one is active.
+	if code, out := ctl("endpoint", "health"); code == 0 || strings.Count(out, "Active Alarm(s): NOSPACE") != 3 {
+		t.Errorf("endpoint health while NOSPACE: exit %d %q", code, out)
+	}
 	if code, out := ctl("put", "/small", "v"); code == 0 || !strings.Contains(out, "database space exceeded") {
 		t.Errorf("small put while NOSPACE: exit %d %q", code, out)
 	}
@@ -72,6 +77,9 @@ func TestRealEtcdctlSpaceQuota(t *testing.T) {
 	run("alarm", "disarm")
 	if out := run("alarm", "list"); strings.TrimSpace(out) != "" {
 		t.Errorf("alarm list after disarm: %q", out)
+	}
+	if out := run("endpoint", "health"); strings.Count(out, "is healthy") != 3 {
+		t.Errorf("endpoint health after disarm: %q", out)
 	}
 	if out := run("put", "/small", "v"); strings.TrimSpace(out) != "OK" {
 		t.Errorf("put after disarm: %q", out)
