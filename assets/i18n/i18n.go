@@ -130,6 +130,20 @@ func (l Lang) T(key string, args ...any) string {
 	return format(msg, args)
 }
 
+// N returns the text of key for a count n, in the current language (Lang.N).
+func N(key string, n int, args ...any) string { return Current().N(key, n, args...) }
+
+// N returns the text of key for a count n: the text of key + ".one" when
+// n is 1 and the catalogue has it (English says "1 master", "2 masters";
+// Korean needs no such form). args are the message's arguments, n among
+// them where the text shows it.
+func (l Lang) N(key string, n int, args ...any) string {
+	if n == 1 && l.Has(key+".one") {
+		return l.T(key+".one", args...)
+	}
+	return l.T(key, args...)
+}
+
 // Has reports whether key exists in language l's catalogue.
 func (l Lang) Has(key string) bool {
 	_, ok := catalogues[l][key]

@@ -277,3 +277,25 @@ func TestMissingKeyIsVisible(t *testing.T) {
 		t.Errorf("missing key rendered as %q", got)
 	}
 }
+
+// TestCountForms: a count of one takes the .one form where a language has
+// it; other counts, and a language without it, take the key's.
+func TestCountForms(t *testing.T) {
+	for _, tt := range []struct {
+		lang Lang
+		n    int
+		want string
+	}{
+		{English, 1, "1 master"},
+		{English, 3, "3 masters"},
+		{English, 0, "0 masters"},
+		{Korean, 1, Korean.T("ui.ov.masters", 1)},
+	} {
+		if got := tt.lang.N("ui.ov.masters", tt.n, tt.n); got != tt.want {
+			t.Errorf("%s N(ui.ov.masters, %d) = %q, want %q", tt.lang, tt.n, got, tt.want)
+		}
+	}
+	if got := English.N("ui.home.lessons", 1); got != English.T("ui.home.lessons") {
+		t.Errorf("a key without a .one form: %q", got)
+	}
+}

@@ -124,9 +124,9 @@ func (m *Model) formLines(w, limit int) []string {
 				lines = append(lines, "", s.Home.Section.Render(i18n.T("ui.home.running")))
 			}
 			c := m.running[r.index]
-			label := i18n.T("ui.home.attach", c.Name, c.Masters, c.Runtime, c.PID)
+			label := i18n.N("ui.home.attach", c.Masters, c.Name, c.Masters, c.Runtime, c.PID)
 			if c.PID == 0 {
-				label = i18n.T("ui.home.attach-engine", c.Name, c.Masters, c.Containers)
+				label = i18n.N("ui.home.attach-engine", c.Masters, c.Name, c.Masters, c.Containers)
 			}
 			lines = append(lines, action(focused, label))
 			continue
@@ -218,7 +218,7 @@ func (m *Model) lessonLine(index int, focused bool, w int) string {
 
 // startLabel is the start action's text: the cluster, and the lesson.
 func (m *Model) startLabel() string {
-	label := i18n.T("ui.home.start", m.Spec().Name, m.spec.Masters)
+	label := i18n.N("ui.home.start", m.spec.Masters, m.Spec().Name, m.spec.Masters)
 	if m.lesson != nil {
 		label += " · " + i18n.T("ui.home.with-lesson", m.lesson.Title.String())
 	}
@@ -332,7 +332,7 @@ func (m *Model) progressLines(w int) []string {
 		lines = append(lines, s.Home.Section.Render(common.Fit(i18n.T("ui.home.attaching", m.pending), w)))
 	case m.starting != nil || len(m.steps) > 0:
 		spec := m.Spec()
-		lines = append(lines, s.Home.Section.Render(common.Fit(i18n.T("ui.home.starting", spec.Name, spec.Masters), w)))
+		lines = append(lines, s.Home.Section.Render(common.Fit(i18n.N("ui.home.starting", spec.Masters, spec.Name, spec.Masters), w)))
 	}
 	lines = append(lines, "")
 	for _, st := range m.steps {

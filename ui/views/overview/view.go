@@ -167,9 +167,9 @@ func (v *View) summary(info *lab.Info, st *labstate.State, nodes []node, comps [
 	if info != nil {
 		parts = append(parts, i18n.T("ui.ov.runtime", info.Runtime))
 	}
-	parts = append(parts, i18n.T("ui.ov.masters", masters))
+	parts = append(parts, i18n.N("ui.ov.masters", masters, masters))
 	if workers > 0 {
-		parts = append(parts, i18n.T("ui.ov.workers", workers))
+		parts = append(parts, i18n.N("ui.ov.workers", workers, workers))
 	}
 	if st != nil && len(st.Members) > 0 {
 		if l := st.Leader(); l != nil {
