@@ -28,8 +28,9 @@ type KeyMap struct {
 	// the step's question, showing its solution (and then running it
 	// command by command).
 	NextStep, PrevStep, Hint, Answer, Solution key.Binding
-	// Autoplay plays the lesson, pauses it and resumes it.
-	Autoplay key.Binding
+	// Autoplay plays the lesson, pauses it and resumes it; Presenter
+	// switches the presenter layout on and off.
+	Autoplay, Presenter key.Binding
 
 	// Raft clock.
 	Pause, Step, Slower, Faster key.Binding
@@ -76,12 +77,13 @@ func Default() *KeyMap {
 		PageUp:   b([]string{"pgup"}, "pgup", "ui.key.page-up"),
 		PageDown: b([]string{"pgdown"}, "pgdn", "ui.key.page-down"),
 
-		NextStep: b([]string{"n"}, "n", "ui.key.next-step"),
-		PrevStep: b([]string{"N"}, "N", "ui.key.prev-step"),
-		Hint:     b([]string{"i"}, "i", "ui.key.hint"),
-		Answer:   b([]string{"a"}, "a", "ui.key.answer"),
-		Solution: b([]string{"s"}, "s", "ui.key.solution"),
-		Autoplay: b([]string{"A"}, "A", "ui.key.autoplay"),
+		NextStep:  b([]string{"n"}, "n", "ui.key.next-step"),
+		PrevStep:  b([]string{"N"}, "N", "ui.key.prev-step"),
+		Hint:      b([]string{"i"}, "i", "ui.key.hint"),
+		Answer:    b([]string{"a"}, "a", "ui.key.answer"),
+		Solution:  b([]string{"s"}, "s", "ui.key.solution"),
+		Autoplay:  b([]string{"A"}, "A", "ui.key.autoplay"),
+		Presenter: b([]string{"P"}, "P", "ui.key.presenter"),
 
 		Pause:  b([]string{" "}, "space", "ui.key.pause"),
 		Step:   b([]string{"."}, ".", "ui.key.step"),
@@ -106,6 +108,13 @@ func Default() *KeyMap {
 func (k *KeyMap) AutoplayPause() key.Binding {
 	b := k.Autoplay
 	b.SetHelp("A", i18n.T("ui.key.autoplay-pause"))
+	return b
+}
+
+// PresenterOff is the presenter binding while the layout is on.
+func (k *KeyMap) PresenterOff() key.Binding {
+	b := k.Presenter
+	b.SetHelp("P", i18n.T("ui.key.presenter-off"))
 	return b
 }
 

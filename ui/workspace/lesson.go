@@ -181,6 +181,9 @@ func (m *Model) lessonKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 		return nil, true
 	case key.Matches(msg, k.Autoplay):
 		return m.toggleAutoplay(), true
+	case key.Matches(msg, k.Presenter):
+		m.togglePresenter()
+		return nil, true
 	case key.Matches(msg, k.Answer):
 		if m.pane.Step().Predict == nil || m.pane.Verdict().Passed {
 			return nil, false
@@ -249,6 +252,11 @@ func (m *Model) stepKeys() []key.Binding {
 		out = append([]key.Binding{k.AutoplayResume()}, out...)
 	default:
 		out = append(out, k.Autoplay)
+	}
+	if m.presenting() {
+		out = append(out, k.PresenterOff())
+	} else {
+		out = append(out, k.Presenter)
 	}
 	switch {
 	case m.pane.SolutionLeft() > 0:

@@ -23,10 +23,14 @@ func (m *Model) View() string {
 	if m.cmdline.Shown() {
 		live += "\n" + m.cmdline.Render()
 	}
-	live = common.Lines(live, vw, bh)
-	body := live
-	if m.pane != nil {
-		body = lipgloss.JoinHorizontal(lipgloss.Top, m.pane.Render(m.focus == focusLesson), live)
+	var body string
+	switch {
+	case m.presenting():
+		body = m.caption(bw) + "\n" + common.Lines(live, vw, max(bh-captionHeight, 0))
+	case m.pane != nil:
+		body = lipgloss.JoinHorizontal(lipgloss.Top, m.pane.Render(m.focus == focusLesson), common.Lines(live, vw, bh))
+	default:
+		body = common.Lines(live, vw, bh)
 	}
 	if m.dialog != nil {
 		body = common.Overlay(body, m.dialog.render(m, bw), bw, bh)

@@ -92,6 +92,9 @@ type Model struct {
 	opts    Options
 	pane    *lesson.Pane
 	auto    autoplay
+	// presenter is the presenter layout: the live view on the whole
+	// width under a caption (P).
+	presenter bool
 	eval    *lessons.Evaluator
 	feed    LessonFeed
 	cmdline *cmdline.Model
@@ -252,13 +255,18 @@ func (m *Model) SetSize(width, height int) {
 func (m *Model) layout() {
 	bw, bh := m.bodySize()
 	lw := m.lessonWidth()
-	vw, vh := bw-lw, bh
+	// The live view's column: under the caption in the presenter layout.
+	lh := bh
+	if m.presenting() {
+		lh = max(bh-captionHeight, 0)
+	}
+	vw, vh := bw-lw, lh
 	if m.cmdline.Shown() {
-		ch := min(max(bh*2/5, 5), bh)
-		vh = bh - ch
+		ch := min(max(lh*2/5, 5), lh)
+		vh = lh - ch
 		m.cmdline.SetSize(vw, ch)
 	}
-	if m.pane != nil {
+	if m.pane != nil && !m.presenting() {
 		m.pane.SetSize(lw, bh)
 	}
 	for _, v := range m.views {
@@ -268,7 +276,7 @@ func (m *Model) layout() {
 
 // lessonWidth is the lesson pane's width, 0 without a lesson.
 func (m *Model) lessonWidth() int {
-	if m.pane == nil {
+	if m.pane == nil || m.presenting() {
 		return 0
 	}
 	return min(max(m.width*2/5, 30), 64, m.width/2)
