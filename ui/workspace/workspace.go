@@ -89,16 +89,16 @@ type Model struct {
 	// active is when a key was last pressed or news last came.
 	active time.Time
 
-	opts    Options
-	pane    *lesson.Pane
-	auto    autoplay
+	opts Options
+	pane *lesson.Pane
+	auto autoplay
 	// presenter is the presenter layout: the live view on the whole
 	// width under a caption (P).
 	presenter bool
-	eval    *lessons.Evaluator
-	feed    LessonFeed
-	cmdline *cmdline.Model
-	focus   focus
+	eval      *lessons.Evaluator
+	feed      LessonFeed
+	cmdline   *cmdline.Model
+	focus     focus
 
 	// observe is the Observer's stream and news its signal of news
 	// (lab.Observer.News); stop ends the Observer.
