@@ -21,7 +21,11 @@ type RequestEvent struct {
 	Name        string    `json:"name,omitempty"`
 	Path        string    `json:"path,omitempty"`
 	User        string    `json:"user"`
-	Code        int       `json:"code"`
+	// UserAgent is the client's, as it sent it: kubectl's, a
+	// component's, or one of klab's own observers' (klab-tui,
+	// klab-lessons).
+	UserAgent string `json:"userAgent,omitempty"`
+	Code      int    `json:"code"`
 	LatencyMS   float64   `json:"latencyMs"`
 	// Revision is the etcd revision the response was read or written at.
 	Revision int64 `json:"revision,omitempty"`
@@ -32,10 +36,10 @@ type RequestEvent struct {
 const requestLogSize = 256
 
 // newRequestEvent describes a request served.
-func newRequestEvent(info requestInfo, user string, code int, latency time.Duration, revision string) RequestEvent {
+func newRequestEvent(info requestInfo, user, userAgent string, code int, latency time.Duration, revision string) RequestEvent {
 	ev := RequestEvent{
 		Time: time.Now(), Verb: info.verb, Resource: info.resource, Subresource: info.subresource,
-		Namespace: info.namespace, Name: info.name, User: user, Code: code,
+		Namespace: info.namespace, Name: info.name, User: user, UserAgent: userAgent, Code: code,
 		LatencyMS: float64(latency.Microseconds()) / 1000,
 	}
 	if !info.resourceRequest {

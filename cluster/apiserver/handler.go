@@ -33,7 +33,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			componentbase.LogPanic(s.cfg.Logger, r.Method+" "+r.URL.Path, p)
 			writeError(rec, r, apierrors.NewInternalError(fmt.Errorf("panic serving %s %s: %v", r.Method, r.URL.Path, p)))
 		}
-		s.requests.Publish(newRequestEvent(info, user.Name, rec.code, time.Since(start), rec.Header().Get(headerRevision)))
+		s.requests.Publish(newRequestEvent(info, user.Name, r.UserAgent(), rec.code, time.Since(start), rec.Header().Get(headerRevision)))
 	}()
 	if !longRunning(info) {
 		timeout, err := requestTimeout(r)

@@ -110,3 +110,22 @@ current-context: t
 		t.Errorf("server %q; want apiserver-1 for an API server no node is known for", got[0].Server)
 	}
 }
+
+// TestObserverRequestsAreNotActs: the requests of klab's own readers (the
+// TUI's views, the lesson feed) are told from a student's kubectl by
+// their user agent.
+func TestObserverRequestsAreNotActs(t *testing.T) {
+	for ua, want := range map[string]bool{
+		"klab-tui":     true,
+		"klab-lessons": true,
+		"klab-tui/1.0": true,
+		"kubectl/v1.37.2 (linux/amd64) kubernetes/abcdef": false,
+		"klab-tuition":    false,
+		"second-terminal": false,
+		"":                false,
+	} {
+		if got := observer(ua); got != want {
+			t.Errorf("observer(%q) = %v, want %v", ua, got, want)
+		}
+	}
+}
