@@ -24,9 +24,9 @@ type RequestEvent struct {
 	// UserAgent is the client's, as it sent it: kubectl's, a
 	// component's, or one of klab's own observers' (klab-tui,
 	// klab-lessons).
-	UserAgent string `json:"userAgent,omitempty"`
-	Code      int    `json:"code"`
-	LatencyMS   float64   `json:"latencyMs"`
+	UserAgent string  `json:"userAgent,omitempty"`
+	Code      int     `json:"code"`
+	LatencyMS float64 `json:"latencyMs"`
 	// Revision is the etcd revision the response was read or written at.
 	Revision int64 `json:"revision,omitempty"`
 }
