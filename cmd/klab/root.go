@@ -74,6 +74,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	})
 
 	root.AddCommand(
+		newNotesCmd(),
 		newUpCmd(),
 		newDownCmd(),
 		newStartCmd(),

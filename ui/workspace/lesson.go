@@ -4,11 +4,13 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/cluster/lab"
 	"github.com/klab-dev/klab/lessons"
 	"github.com/klab-dev/klab/ui/views/lesson"
 )
@@ -76,6 +78,24 @@ func (m *Model) saveProgress(f func(p *lessons.Progress) error) tea.Cmd {
 	}
 }
 
+// publishPosition records the step shown in the cluster's state dir, for
+// klab notes in another terminal. A position that cannot be written costs
+// the notes only, not the lesson: it is logged nowhere and not shown.
+func (m *Model) publishPosition(lesson, step string) tea.Cmd {
+	if m.info == nil {
+		return nil
+	}
+	now := time.Now()
+	if m.lessonStarted.IsZero() {
+		m.lessonStarted = now
+	}
+	name, pos := m.info.Name, lab.LessonPosition{Lesson: lesson, Step: step, Started: m.lessonStarted, StepStarted: now}
+	return func() tea.Msg {
+		lab.WriteLessonPosition(name, pos)
+		return nil
+	}
+}
+
 // progressErrMsg says progress could not be saved.
 type progressErrMsg struct{ err error }
 
@@ -98,6 +118,7 @@ func (m *Model) beginStep(i int) tea.Cmd {
 	}
 	id, step := m.pane.Lesson().ID, st.ID
 	cmds = append(cmds, m.saveProgress(func(p *lessons.Progress) error { return p.SetCurrent(id, step) }))
+	cmds = append(cmds, m.publishPosition(id, step))
 	// A question comes before the act: asked at once, unless answered
 	// before (it can be changed with a until the step passes). Autoplay
 	// leaves it to the room, in the pane.

@@ -95,6 +95,8 @@ type Model struct {
 	// presenter is the presenter layout: the live view on the whole
 	// width under a caption (P).
 	presenter bool
+	// lessonStarted is when the lesson opened, for klab notes' clock.
+	lessonStarted time.Time
 	eval      *lessons.Evaluator
 	feed      LessonFeed
 	cmdline   *cmdline.Model
