@@ -97,10 +97,10 @@ type Model struct {
 	presenter bool
 	// lessonStarted is when the lesson opened, for klab notes' clock.
 	lessonStarted time.Time
-	eval      *lessons.Evaluator
-	feed      LessonFeed
-	cmdline   *cmdline.Model
-	focus     focus
+	eval          *lessons.Evaluator
+	feed          LessonFeed
+	cmdline       *cmdline.Model
+	focus         focus
 
 	// observe is the Observer's stream and news its signal of news
 	// (lab.Observer.News); stop ends the Observer.
