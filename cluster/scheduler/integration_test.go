@@ -130,8 +130,14 @@ func TestSchedulingAgainstAPIServer(t *testing.T) {
 		if string(body) != "ok" {
 			t.Errorf("/healthz = %q", body)
 		}
+		// A pod is seen bound (through the API server) a moment before
+		// the scheduler's binding cycle ends and counts it.
 		var st Status
-		getJSON(t, "http://"+s.Addr()+"/debug/klab/status", &st)
+		eventually(t, "the status to count three pods scheduled", func() bool {
+			st = Status{}
+			getJSON(t, "http://"+s.Addr()+"/debug/klab/status", &st)
+			return st.Counters.Scheduled >= 3
+		})
 		if !st.Leader || st.LeaderElection || st.LeaderHolder != "master-1" || st.Identity != "master-1" {
 			t.Errorf("status leader %v election %v holder %q identity %q", st.Leader, st.LeaderElection, st.LeaderHolder, st.Identity)
 		}
