@@ -169,6 +169,29 @@ func TestControlLoop(t *testing.T) {
 		return len(want) == 0, fmt.Errorf("not yet running: %v", want)
 	})
 
+	// Every node Ready: a worker whose kubelet is slow to report (a busy
+	// machine) still carries the not-ready taint, and the scheduler rightly
+	// sends its share of the pods elsewhere.
+	f.eventually(60*time.Second, "six nodes Ready and untainted", func() (bool, error) {
+		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		ready := 0
+		for _, n := range list.Items {
+			tainted := false
+			for _, taint := range n.Spec.Taints {
+				tainted = tainted || strings.HasPrefix(taint.Key, "node.kubernetes.io/")
+			}
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && !tainted {
+					ready++
+				}
+			}
+		}
+		return ready == 6, fmt.Errorf("%d of 6 nodes Ready and untainted", ready)
+	})
+
 	// Six replicas spread over the three workers, none on a master.
 	if _, err := deploys.Create(ctx, deployment("web", 6, "klab/app:v1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
