@@ -63,13 +63,17 @@ func TestNotesFollowTheWorkspace(t *testing.T) {
 	out := &syncWriter{b: &strings.Builder{}}
 	done := make(chan error, 1)
 	go func() { done <- followNotes(ctx, out, "notes-test", all, false, false) }()
-	time.Sleep(2 * notesPoll)
+	// The step as it stands is printed first, then the move.
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(out.String(), "Instructor notes:") && time.Now().Before(deadline) {
+		time.Sleep(notesPoll / 10)
+	}
 	if err := lab.WriteLessonPosition("notes-test", lab.LessonPosition{Lesson: l.ID, Step: l.Steps[5].ID, Started: now, StepStarted: now}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline = time.Now().Add(5 * time.Second)
 	for !strings.Contains(out.String(), "This is the lesson's last step.") && time.Now().Before(deadline) {
-		time.Sleep(notesPoll)
+		time.Sleep(notesPoll / 10)
 	}
 	cancel()
 	if err := <-done; err != nil {

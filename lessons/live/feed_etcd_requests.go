@@ -26,20 +26,7 @@ func (f *Feed) followEtcdRequests() {
 		go func() {
 			defer f.wg.Done()
 			last := since
-			wait := retryMin
-			for {
-				err := f.readEtcdRequests(client, m, &last)
-				if f.ctx.Err() != nil {
-					return
-				}
-				// A member killed on purpose comes back; until then its
-				// stream is retried without a word above debug.
-				f.logger.Debug("lessons feed: etcd request stream retried", "member", m.Name, "err", err)
-				if !sleep(f.ctx, wait) {
-					return
-				}
-				wait = min(2*wait, retryMax)
-			}
+			f.reread("etcd request stream", "member", m.Name, func() error { return f.readEtcdRequests(client, m, &last) })
 		}()
 	}
 }

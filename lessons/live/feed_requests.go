@@ -92,13 +92,21 @@ func (f *Feed) followServer(base *rest.Config, srv apiServer, since time.Time) {
 	}
 	client := cs.CoreV1().RESTClient()
 	last := since
+	f.reread("request stream", "server", srv.node, func() error { return cause(f.readRequests(client, srv, &last)) })
+}
+
+// reread reads a stream with read until the Feed closes, again after a
+// growing pause each time it breaks: a component killed on purpose comes
+// back, and until then it is retried without a word above debug. what,
+// key and name say which stream in the log.
+func (f *Feed) reread(what, key, name string, read func() error) {
 	wait := retryMin
 	for {
-		err := f.readRequests(client, srv, &last)
+		err := read()
 		if f.ctx.Err() != nil {
 			return
 		}
-		f.logger.Debug("lessons feed: request stream retried", "server", srv.node, "err", cause(err))
+		f.logger.Debug("lessons feed: "+what+" retried", key, name, "err", err)
 		if !sleep(f.ctx, wait) {
 			return
 		}

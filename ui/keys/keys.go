@@ -103,47 +103,27 @@ func Default() *KeyMap {
 	}
 }
 
-// AutoplayPause and AutoplayResume return the autoplay binding described
-// as what it does while autoplay plays, and while it is paused.
-func (k *KeyMap) AutoplayPause() key.Binding {
-	b := k.Autoplay
-	b.SetHelp("A", i18n.T("ui.key.autoplay-pause"))
+// described returns b with its key's help saying desc: the same key,
+// described by what it does now.
+func described(b key.Binding, desc string) key.Binding {
+	b.SetHelp(b.Help().Key, i18n.T(desc))
 	return b
 }
+
+// AutoplayPause, AutoplayResume and AutoplayGoOn are the autoplay binding
+// as it reads while autoplay plays, while it is paused, and while a
+// question waits for the room.
+func (k *KeyMap) AutoplayPause() key.Binding  { return described(k.Autoplay, "ui.key.autoplay-pause") }
+func (k *KeyMap) AutoplayResume() key.Binding { return described(k.Autoplay, "ui.key.autoplay-resume") }
+func (k *KeyMap) AutoplayGoOn() key.Binding   { return described(k.Autoplay, "ui.key.autoplay-go-on") }
 
 // PresenterOff is the presenter binding while the layout is on.
-func (k *KeyMap) PresenterOff() key.Binding {
-	b := k.Presenter
-	b.SetHelp("P", i18n.T("ui.key.presenter-off"))
-	return b
-}
-
-// AutoplayGoOn is the autoplay binding while a question waits for the
-// room.
-func (k *KeyMap) AutoplayGoOn() key.Binding {
-	b := k.Autoplay
-	b.SetHelp("A", i18n.T("ui.key.autoplay-go-on"))
-	return b
-}
-
-func (k *KeyMap) AutoplayResume() key.Binding {
-	b := k.Autoplay
-	b.SetHelp("A", i18n.T("ui.key.autoplay-resume"))
-	return b
-}
+func (k *KeyMap) PresenterOff() key.Binding { return described(k.Presenter, "ui.key.presenter-off") }
 
 // RunSolution returns the solution binding described as running the next
 // command, for when the solution is shown.
-func (k *KeyMap) RunSolution() key.Binding {
-	b := k.Solution
-	b.SetHelp("s", i18n.T("ui.key.run-solution"))
-	return b
-}
+func (k *KeyMap) RunSolution() key.Binding { return described(k.Solution, "ui.key.run-solution") }
 
 // Resume returns the pause binding described as resuming, for when the
 // clock is paused.
-func (k *KeyMap) Resume() key.Binding {
-	b := k.Pause
-	b.SetHelp("space", i18n.T("ui.key.resume"))
-	return b
-}
+func (k *KeyMap) Resume() key.Binding { return described(k.Pause, "ui.key.resume") }
