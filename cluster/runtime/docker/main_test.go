@@ -134,12 +134,22 @@ func removeTestImages() error {
 	if err != nil {
 		return err
 	}
-	// Children first: the app image is built FROM the node image.
+	// Children first: the app image is built FROM the node image, and a
+	// stand-in FROM the app image. An image whose children are not gone
+	// yet waits for the next pass; a pass that removes nothing ends it.
 	sort.SliceStable(list, func(i, j int) bool { return isAppImage(list[i]) && !isAppImage(list[j]) })
-	for _, img := range list {
-		if _, err := cli.ImageRemove(ctx, img.ID, image.RemoveOptions{Force: true, PruneChildren: true}); err != nil && !notFound(err) {
-			return err
+	for len(list) > 0 {
+		var left []image.Summary
+		var lastErr error
+		for _, img := range list {
+			if _, err := cli.ImageRemove(ctx, img.ID, image.RemoveOptions{Force: true, PruneChildren: true}); err != nil && !notFound(err) {
+				left, lastErr = append(left, img), err
+			}
 		}
+		if len(left) == len(list) {
+			return lastErr
+		}
+		list = left
 	}
 	return nil
 }
