@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/runtime"
 )
@@ -97,7 +99,10 @@ func (c *Cluster) Chaos(ctx context.Context, req ChaosRequest) (*ChaosResult, er
 // the targets is "leader".
 func (c *Cluster) resolveAll(ctx context.Context, names []string) ([]Target, uint64, error) {
 	var term uint64
-	leader := func() (string, error) {
+	leader := func(component string) (string, error) {
+		if component != runtime.ComponentEtcd {
+			return c.leaseHolder(ctx, component)
+		}
 		answers := fetchAll(ctx, c.members)
 		i, ok := leaderOf(answers)
 		if !ok {
@@ -176,4 +181,29 @@ func joinOps() string {
 		names[i] = string(op)
 	}
 	return strings.Join(names, ", ")
+}
+
+// leaseHolder returns the node whose component holds the component's
+// leader Lease, kube-system/<component>: its holderIdentity is
+// "<node>_<uuid>", as the leader elector writes it.
+func (c *Cluster) leaseHolder(ctx context.Context, component string) (string, error) {
+	client, err := adminClient(c.Info())
+	if err != nil {
+		return "", err
+	}
+	lease, err := client.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, component, metav1.GetOptions{})
+	if err != nil {
+		return "", i18n.Wrap(err, "lab.err.lease-unreadable", metav1.NamespaceSystem+"/"+component)
+	}
+	holder := ""
+	if lease.Spec.HolderIdentity != nil {
+		holder = *lease.Spec.HolderIdentity
+	}
+	node, _, _ := strings.Cut(holder, "_")
+	for _, n := range c.topo {
+		if n.Node == node && slices.Contains(n.Components, component) {
+			return node, nil
+		}
+	}
+	return "", i18n.NewError("lab.err.no-lease-holder", metav1.NamespaceSystem+"/"+component, holder)
 }

@@ -428,8 +428,9 @@ func testNodeFailure(f *loopFixture) {
 	f.waitRunning("app=web", 6, 30*time.Second)
 }
 
-// testSchedulerFailover kills the master whose scheduler holds the lease;
-// another master's scheduler takes over and schedules new pods.
+// testSchedulerFailover kills the scheduler that holds the lease, named as
+// a student names it, leader/kube-scheduler; another master's scheduler
+// takes over and schedules new pods.
 func testSchedulerFailover(f *loopFixture) {
 	leases := f.client.CoordinationV1().Leases("kube-system")
 	holder := func() string {
@@ -444,8 +445,13 @@ func testSchedulerFailover(f *loopFixture) {
 	if !strings.HasPrefix(old, "master-") {
 		f.t.Fatalf("scheduler lease holder = %q, want a master", old)
 	}
-	if _, err := f.c.Chaos(f.ctx, ChaosRequest{Op: OpKill, Targets: []string{old}}); err != nil {
+	// Named by what it is, not where it runs: klab finds the holder.
+	res, err := f.c.Chaos(f.ctx, ChaosRequest{Op: OpKill, Targets: []string{"leader/kube-scheduler"}})
+	if err != nil {
 		f.t.Fatal(err)
+	}
+	if want := (Target{Node: old, Component: "kube-scheduler", Leader: true}); len(res.Targets) != 1 || res.Targets[0] != want {
+		f.t.Fatalf("leader/kube-scheduler resolved to %+v, want %+v", res.Targets, want)
 	}
 	f.eventually(30*time.Second, "a new scheduler leader", func() (bool, error) {
 		h := holder()

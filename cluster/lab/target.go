@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -9,8 +10,14 @@ import (
 )
 
 // TargetLeader names whichever member is the etcd leader at the moment of
-// the call.
+// the call; "leader/<component>" names the node whose component leads:
+// the etcd leader's member, or the scheduler or controller manager holding
+// its Lease in kube-system.
 const TargetLeader = "leader"
+
+// leaderElected lists the components that elect one leader among the
+// masters: etcd through Raft, the others through a Lease.
+var leaderElected = []string{runtime.ComponentEtcd, runtime.ComponentScheduler, runtime.ComponentControllerManager}
 
 // Target is what a chaos operation acts on: a whole node, or one component
 // on it.
@@ -18,7 +25,8 @@ type Target struct {
 	Node string `json:"node"`
 	// Component is empty for the whole node.
 	Component string `json:"component,omitempty"`
-	// Leader is set when the target was given as "leader".
+	// Leader is set when the target was given as "leader" or
+	// "leader/<component>".
 	Leader bool `json:"leader,omitempty"`
 }
 
@@ -53,10 +61,16 @@ func topologyOf(refs []runtime.Ref) []nodeComponents {
 }
 
 // validTargets lists every name a chaos target can take in the cluster, in
-// the order a user would scan them: leader, then per node the node, its
-// components, and the etcd-N shorthand.
+// the order a user would scan them: leader and the leaders of the
+// components that elect one, then per node the node, its components, and
+// the etcd-N shorthand.
 func validTargets(topo []nodeComponents) []string {
 	out := []string{TargetLeader}
+	for _, c := range leaderElected {
+		if c != runtime.ComponentEtcd && runsAnywhere(topo, c) {
+			out = append(out, TargetLeader+"/"+c)
+		}
+	}
 	for _, n := range topo {
 		out = append(out, n.Node)
 		for _, c := range n.Components {
@@ -83,17 +97,34 @@ func etcdShorthand(n nodeComponents) (string, bool) {
 	return "", false
 }
 
+// runsAnywhere reports whether some node runs component c.
+func runsAnywhere(topo []nodeComponents, c string) bool {
+	for _, n := range topo {
+		if slices.Contains(n.Components, c) {
+			return true
+		}
+	}
+	return false
+}
+
 // resolveTarget turns a target as the user wrote it into a Target. leader is
-// called only for "leader", and returns the leader's node name.
-func resolveTarget(s string, topo []nodeComponents, leader func() (string, error)) (Target, error) {
+// called only for "leader" (with etcd) and "leader/<component>", and
+// returns the node whose component leads.
+func resolveTarget(s string, topo []nodeComponents, leader func(component string) (string, error)) (Target, error) {
 	s = strings.TrimSpace(s)
 	given := s
 	if s == TargetLeader {
-		node, err := leader()
+		s = TargetLeader + "/" + runtime.ComponentEtcd
+	}
+	if comp, ok := strings.CutPrefix(s, TargetLeader+"/"); ok {
+		if !slices.Contains(leaderElected, comp) || !runsAnywhere(topo, comp) {
+			return Target{}, i18n.NewError("lab.err.unknown-target", given, strings.Join(validTargets(topo), ", "))
+		}
+		node, err := leader(comp)
 		if err != nil {
 			return Target{}, err
 		}
-		return Target{Node: node, Component: runtime.ComponentEtcd, Leader: true}, nil
+		return Target{Node: node, Component: comp, Leader: true}, nil
 	}
 	// etcd-N is master-N/etcd, as in DESIGN's naming.
 	if idx, ok := strings.CutPrefix(s, runtime.ComponentEtcd+"-"); ok {

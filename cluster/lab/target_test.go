@@ -3,6 +3,7 @@ package lab
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,16 +19,30 @@ func threeMasters() []nodeComponents {
 	})
 }
 
+// threeFullMasters also runs a scheduler on every master, and a worker.
+func threeFullMasters() []nodeComponents {
+	var refs []runtime.Ref
+	for _, m := range []string{"master-1", "master-2", "master-3"} {
+		refs = append(refs, runtime.Ref{Node: m, Component: "etcd"}, runtime.Ref{Node: m, Component: "kube-scheduler"})
+	}
+	return topologyOf(append(refs, runtime.Ref{Node: "worker-1", Component: "kubelet"}))
+}
+
 func TestResolveTarget(t *testing.T) {
 	topo := threeMasters()
-	leaderIs := func(node string) func() (string, error) {
-		return func() (string, error) { return node, nil }
+	leaderIs := func(node string) func(string) (string, error) {
+		return func(c string) (string, error) {
+			if c != "etcd" {
+				t.Errorf("asked for the leading %s, want etcd", c)
+			}
+			return node, nil
+		}
 	}
-	noLeader := func() (string, error) { return "", i18n.NewError("lab.err.no-leader", "demo") }
+	noLeader := func(string) (string, error) { return "", i18n.NewError("lab.err.no-leader", "demo") }
 	tests := []struct {
 		name    string
 		target  string
-		leader  func() (string, error)
+		leader  func(string) (string, error)
 		want    Target
 		wantErr error
 	}{
@@ -37,6 +52,9 @@ func TestResolveTarget(t *testing.T) {
 		{"spaces trimmed", " etcd-1 ", nil, Target{Node: "master-1", Component: "etcd"}, nil},
 		{"leader", "leader", leaderIs("master-2"), Target{Node: "master-2", Component: "etcd", Leader: true}, nil},
 		{"no leader", "leader", noLeader, Target{}, ErrNoLeader},
+		{"etcd leader spelt out", "leader/etcd", leaderIs("master-3"), Target{Node: "master-3", Component: "etcd", Leader: true}, nil},
+		{"lease leader not run here", "leader/kube-scheduler", nil, Target{}, ErrUnknownTarget},
+		{"leader of a component that elects none", "leader/kubelet", nil, Target{}, ErrUnknownTarget},
 		{"member out of range", "etcd-4", nil, Target{}, ErrUnknownTarget},
 		{"node out of range", "master-9", nil, Target{}, ErrUnknownTarget},
 		{"unknown component", "master-1/kubelet", nil, Target{}, ErrUnknownTarget},
@@ -48,7 +66,7 @@ func TestResolveTarget(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			leader := tt.leader
 			if leader == nil {
-				leader = func() (string, error) {
+				leader = func(string) (string, error) {
 					t.Fatal("leader was asked for although the target does not name it")
 					return "", nil
 				}
@@ -67,6 +85,27 @@ func TestResolveTarget(t *testing.T) {
 				t.Errorf("resolveTarget(%q) = %+v, want %+v", tt.target, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestResolveLeaseLeader(t *testing.T) {
+	asked := ""
+	got, err := resolveTarget("leader/kube-scheduler", threeFullMasters(), func(c string) (string, error) {
+		asked = c
+		return "master-2", nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asked != "kube-scheduler" {
+		t.Errorf("asked for the leading %q, want kube-scheduler", asked)
+	}
+	if want := (Target{Node: "master-2", Component: "kube-scheduler", Leader: true}); got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	valid := validTargets(threeFullMasters())
+	if !slices.Contains(valid, "leader/kube-scheduler") || slices.Contains(valid, "leader/kube-controller-manager") {
+		t.Errorf("valid targets %v: want leader/kube-scheduler (run here) and not leader/kube-controller-manager (not run)", valid)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/cluster/runtime"
 )
 
 // chaosTimeout bounds one chaos operation; a restart waits for the member
@@ -110,8 +111,11 @@ func describeChaos(res *lab.ChaosResult) string {
 	targets := make([]string, 0, len(res.Targets))
 	for _, t := range res.Targets {
 		s := t.String()
-		if t.Leader {
+		switch {
+		case t.Leader && t.Component == runtime.ComponentEtcd:
 			s = i18n.T("chaos.done.leader", s, res.LeaderTerm)
+		case t.Leader:
+			s = i18n.T("chaos.done.lease-holder", s, metav1.NamespaceSystem+"/"+t.Component)
 		}
 		targets = append(targets, s)
 	}
