@@ -52,6 +52,9 @@ func (m *Model) Init() tea.Cmd { return m.home.Init() }
 
 // Update routes messages: global keys first, then the active screen.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if k, ok := msg.(tea.KeyMsg); ok {
+		msg = keys.AsText(k)
+	}
 	if m.ws == nil || !m.ws.Unseen(msg) {
 		m.drawn = false
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/lessons"
 	"github.com/klab-dev/klab/ui/common"
+	"github.com/klab-dev/klab/ui/keys"
 )
 
 // Runner runs one klab command line (args[0] is "klab"), writing what it
@@ -185,7 +186,7 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 		if !m.open {
 			return nil
 		}
-		return m.key(msg)
+		return m.key(keys.AsText(msg))
 	}
 	return nil
 }

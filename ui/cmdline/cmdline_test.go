@@ -168,3 +168,20 @@ func TestParse(t *testing.T) {
 		}
 	}
 }
+
+// Words that arrive in one read, as a fast typist, a paste or tmux sends
+// them, are text: "delete", "end", "up" and "tab" are also the names of
+// keys, and were once taken as the Delete, End, Up and Tab keys, so that
+// "klab kubectl delete pod web" ran as "klab kubectl  pod web".
+func TestWordsThatNameKeysAreTyped(t *testing.T) {
+	c := uitest.Setup(t, i18n.English)
+	m := New(c, (&fakeRun{}).run, &Completer{})
+	m.SetSize(80, 8)
+	m.Open("")
+	for _, word := range []string{"klab kubectl ", "delete", " pod ", "end", " ", "up", " ", "tab", " ", "home", " x"} {
+		m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(word)})
+	}
+	if got, want := m.input.Value(), "klab kubectl delete pod end up tab home x"; got != want {
+		t.Errorf("typed %q, want %q", got, want)
+	}
+}

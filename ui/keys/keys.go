@@ -4,6 +4,7 @@ package keys
 
 import (
 	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/klab-dev/klab/assets/i18n"
 )
@@ -127,3 +128,17 @@ func (k *KeyMap) RunSolution() key.Binding { return described(k.Solution, "ui.ke
 // Resume returns the pause binding described as resuming, for when the
 // clock is paused.
 func (k *KeyMap) Resume() key.Binding { return described(k.Pause, "ui.key.resume") }
+
+// AsText marks several runes that arrived in one read (fast typing, a
+// paste, a terminal multiplexer sending a word at once) as text, so that
+// no binding matches them. Bindings compare a key's string, and several
+// runes read together print as what they spell: "delete", "end", "up" or
+// "tab" typed quickly would otherwise act as the Delete, End, Up or Tab
+// key and the word would be lost from the command line. A single rune is
+// left as it is: that is how a key such as q or k arrives.
+func AsText(msg tea.KeyMsg) tea.KeyMsg {
+	if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Alt {
+		msg.Paste = true
+	}
+	return msg
+}
