@@ -170,3 +170,28 @@ func TestEmbeddedFrames(t *testing.T) {
 		}
 	}
 }
+
+// The pane names a lesson's prerequisites by their titles, which only the
+// loader, seeing every lesson, can give it.
+func TestPrerequisiteTitles(t *testing.T) {
+	all, err := Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	titles := map[string]Bilingual{}
+	for _, l := range all {
+		titles[l.ID] = l.Title
+	}
+	for _, l := range all {
+		f := l.Frame
+		if len(f.PrerequisiteTitles) != len(f.Prerequisites) {
+			t.Errorf("%s: %d prerequisite titles for %d prerequisites", l.ID, len(f.PrerequisiteTitles), len(f.Prerequisites))
+			continue
+		}
+		for i, id := range f.Prerequisites {
+			if f.PrerequisiteTitles[i] != titles[id] {
+				t.Errorf("%s: prerequisite %s titled %v, want %v", l.ID, id, f.PrerequisiteTitles[i], titles[id])
+			}
+		}
+	}
+}

@@ -114,8 +114,11 @@ type Step struct {
 // recap and what to read next.
 type Frame struct {
 	Objectives []Bilingual
-	// Prerequisites are the ids of lessons to take first.
-	Prerequisites []string
+	// Prerequisites are the ids of lessons to take first, and
+	// PrerequisiteTitles their titles, in the same order (filled in by the
+	// loader, which alone sees the other lessons).
+	Prerequisites      []string
+	PrerequisiteTitles []Bilingual
 	// Minutes is the estimated time, 0 when not given.
 	Minutes int
 	Level   Level

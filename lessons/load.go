@@ -52,8 +52,9 @@ func LoadDir(dir string) ([]*Lesson, error) {
 
 // lessonRef says where a lesson id was first seen.
 type lessonRef struct {
-	file string
-	line int
+	file  string
+	line  int
+	title Bilingual
 }
 
 func load(fsys fs.FS, name func(string) string) ([]*Lesson, error) {
@@ -94,7 +95,7 @@ func load(fsys fs.FS, name func(string) string) ([]*Lesson, error) {
 				problems = append(problems, &LoadError{File: file, Line: idNode.Line, Column: idNode.Column, Path: "id",
 					Msg: i18n.M("lessons.err.duplicate-lesson", l.ID, first.file+":"+strconv.Itoa(first.line))})
 			} else {
-				seen[l.ID] = lessonRef{file: file, line: idNode.Line}
+				seen[l.ID] = lessonRef{file: file, line: idNode.Line, title: l.Title}
 			}
 		}
 		for _, e := range problems {
@@ -113,8 +114,10 @@ func load(fsys fs.FS, name func(string) string) ([]*Lesson, error) {
 	kept := lessons[:0]
 	for _, l := range lessons {
 		bad := false
+		l.Frame.PrerequisiteTitles = nil
 		for i, p := range l.Frame.Prerequisites {
-			if _, ok := seen[p]; ok && p != l.ID {
+			if ref, ok := seen[p]; ok && p != l.ID {
+				l.Frame.PrerequisiteTitles = append(l.Frame.PrerequisiteTitles, ref.title)
 				continue
 			}
 			bad = true

@@ -444,7 +444,14 @@ func frameMarkdown(f lessons.Frame) string {
 		fmt.Fprintf(&md, "*%s*\n\n", strings.Join(about, " · "))
 	}
 	if len(f.Prerequisites) > 0 {
-		fmt.Fprintf(&md, "%s\n\n", i18n.T("lessons.frame.prerequisites", strings.Join(f.Prerequisites, ", ")))
+		names := f.Prerequisites
+		if len(f.PrerequisiteTitles) == len(f.Prerequisites) {
+			names = make([]string, len(f.Prerequisites))
+			for i, t := range f.PrerequisiteTitles {
+				names[i] = t.String()
+			}
+		}
+		fmt.Fprintf(&md, "%s\n\n", i18n.T("lessons.frame.prerequisites", strings.Join(names, ", ")))
 	}
 	if len(f.Objectives) > 0 {
 		fmt.Fprintf(&md, "**%s**\n\n", i18n.T("lessons.frame.objectives"))
