@@ -211,7 +211,11 @@ func (d *decoder) syntax(err error) {
 		line++
 	}
 	key := "lessons.err.syntax"
-	if flowProblem(msg) {
+	switch {
+	case strings.Contains(msg, "mapping values are not allowed in this context"):
+		// A plain text with ": " in it, in {…} or on a line of its own.
+		key = "lessons.err.syntax-colon"
+	case flowProblem(msg):
 		key = "lessons.err.syntax-flow"
 	}
 	d.failAt(line, 0, "", i18n.M(key, msg))
@@ -222,8 +226,7 @@ func (d *decoder) syntax(err error) {
 // ends early and the rest does not parse.
 func flowProblem(msg string) bool {
 	return strings.Contains(msg, "did not find expected ',' or '}'") ||
-		strings.Contains(msg, "did not find expected ',' or ']'") ||
-		strings.Contains(msg, "mapping values are not allowed in this context")
+		strings.Contains(msg, "did not find expected ',' or ']'")
 }
 
 // lesson decodes a lesson's root mapping.

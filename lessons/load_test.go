@@ -292,6 +292,11 @@ func TestLoadRejects(t *testing.T) {
 			wantKey: "lessons.err.syntax-flow",
 		},
 		{
+			name: "unquoted colon on its own line", line: 20, text: "    title: Second step: the vote",
+			want:    `x.yaml:20: YAML syntax error: mapping values are not allowed in this context. A text that holds a colon followed by a space must be quoted, in {…} and on a line of its own alike, as in en: "Why: the leader is gone"`,
+			wantKey: "lessons.err.syntax-colon",
+		},
+		{
 			name: "anchor", line: 20, text: "    title: &t {ko: 둘째 단계, en: Second step}",
 			want:    `x.yaml:20:12: anchors and aliases (& and *) are not allowed in lesson files`,
 			wantKey: "lessons.err.alias",
