@@ -40,6 +40,9 @@ type ClusterStatus struct {
 	// Leader is the name of the member the others follow, if any.
 	Leader  string         `json:"leader,omitempty"`
 	Members []MemberStatus `json:"members"`
+	// Alarms are the cluster's active etcd alarms (NOSPACE, CORRUPT), as
+	// the leader has applied them, else any member that answers.
+	Alarms []AlarmStatus `json:"alarms,omitempty"`
 	// Speed divides Kubernetes' timings; Timings lists each one's lab value
 	// beside its upstream default.
 	Speed   float64      `json:"speed"`
@@ -78,6 +81,14 @@ type MemberStatus struct {
 	PeerURL   string `json:"peerURL"`
 	Health    string `json:"health"`
 	Error     string `json:"error,omitempty"`
+}
+
+// AlarmStatus is one active etcd alarm: its type and the member that
+// raised it, by name when it is one of the cluster's members.
+type AlarmStatus struct {
+	Alarm    string `json:"alarm"`
+	Member   string `json:"member"`
+	MemberID string `json:"memberID"`
 }
 
 // roleOf turns raft's state name into the word klab shows.
@@ -152,8 +163,35 @@ func Status(ctx context.Context, name string) (*ClusterStatus, error) {
 	}
 	if i, ok := leaderOf(raw); ok {
 		st.Leader = info.Members[i].Name
+		st.Alarms = alarmsOf(raw[i].status, info.Members)
+	} else {
+		for _, r := range raw {
+			if r.err == nil {
+				st.Alarms = alarmsOf(r.status, info.Members)
+				break
+			}
+		}
 	}
 	return st, nil
+}
+
+// alarmsOf lists a member's view of the active alarms, naming the raising
+// members.
+func alarmsOf(s etcd.Status, members []MemberInfo) []AlarmStatus {
+	var out []AlarmStatus
+	for i, a := range s.Alarms {
+		as := AlarmStatus{Alarm: a}
+		if i < len(s.AlarmMembers) {
+			as.MemberID, as.Member = s.AlarmMembers[i], s.AlarmMembers[i]
+			for _, m := range members {
+				if m.ID == as.MemberID {
+					as.Member = m.Name
+				}
+			}
+		}
+		out = append(out, as)
+	}
+	return out
 }
 
 // memberAnswer is one member's answer to a status request.

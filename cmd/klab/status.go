@@ -79,6 +79,13 @@ func printStatus(cmd *cobra.Command, st *lab.ClusterStatus) {
 		t.add(m.Name, m.ID, word("state", m.State), term, index, applied, m.ClientURL, word("health", m.Health))
 	}
 	t.write(out)
+	if len(st.Alarms) > 0 {
+		fmt.Fprintln(out)
+		for _, a := range st.Alarms {
+			fmt.Fprintln(out, i18n.T("status.alarm", a.Alarm, a.Member))
+		}
+		fmt.Fprintln(out, i18n.T("status.alarm-hint"))
+	}
 	if len(st.Timings) == 0 {
 		return
 	}
