@@ -19,7 +19,7 @@ LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.buildID=$(BUILD_ID) $(KUBE_
 
 TEST_TIMEOUT ?= 10m
 
-.PHONY: build image run test bench lint clean
+.PHONY: build image run test race bench lint clean
 
 ## build: a static linux binary at bin/klab (it must run FROM scratch in a container)
 build:
@@ -40,12 +40,20 @@ run: build
 test: build
 	KLAB_BINARY=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -ldflags '$(KUBE_LDFLAGS)' ./...
 
+## race: the race detector over the packages where goroutines meet most: etcd
+## (raft loop, apply, watch, leases), the API server (handlers, watch cache,
+## admission) and the kubelet (pod workers, probes, status). Slow on two cores,
+## so not part of make test; make bench runs it.
+RACE_PKGS := ./cluster/etcd/... ./cluster/apiserver/... ./cluster/kubelet/...
+race:
+	$(GO) test -race -count=1 -timeout 45m -ldflags '$(KUBE_LDFLAGS)' $(RACE_PKGS)
+
 ## bench: klab's etcd against real etcd side by side (tables on stdout), a 1 GiB
 ## etcd space quota filled and recovered from (NOSPACE, compaction, defrag), the
 ## API server's latencies (p50/p99), scheduling density, exec round trips and
 ## port-forward throughput, the Docker runtime's
 ## start/stop times and memory, then the Go benchmarks of every other
-## package that has some
+## package that has some, and last the race detector (make race)
 bench:
 	$(GO) run ./bench/etcd/cmd/etcdbench
 	KLAB_QUOTA_BYTES=1073741824 $(GO) test -count=1 -timeout 40m -run '^TestSpaceQuotaAlarm$$' -v ./cluster/etcd/
@@ -61,6 +69,7 @@ bench:
 	KLAB_BINARY=$(CURDIR)/$(BIN) $(GO) run ./bench/ui/cmd/uibench -view overview
 	@pkgs="$$(grep -rl --include='*_test.go' '^func Benchmark' . | xargs -r -n1 dirname | grep -v '^./bench/' | LC_ALL=C sort -u)"; \
 	if [ -n "$$pkgs" ]; then $(GO) test -count=1 -run '^$$' -bench . -benchmem $$pkgs; fi
+	$(MAKE) race
 
 ## lint: go vet, gofmt, and golangci-lint when it is installed
 lint:
