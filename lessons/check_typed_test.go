@@ -116,6 +116,11 @@ func TestFieldTests(t *testing.T) {
 		{`{.status.conditions[?(@.type=="Ready")].status} == True`, true},
 		{`{.status.conditions[?(@.type=="MemoryPressure")].status} == True`, false},
 		{"{.status.conditions[*].type} == MemoryPressure", true},
+		{"{.status.phase} ^= Run", true},
+		{"{.status.phase} ^= Running", true},
+		{"{.status.phase} ^= unning", false},
+		{"{.status.missing} ^= R", false},
+		{"{.status.conditions[*].type} ^= Memory", true},
 	} {
 		ft, err := ParseFieldTest(tc.test)
 		if err != nil {
@@ -127,7 +132,7 @@ func TestFieldTests(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{
-		"", ".status.phase == Running", "{.status.phase", "{.status.phase} = Running", "{.status.phase} ==",
+		"", ".status.phase == Running", "{.status.phase", "{.status.phase} = Running", "{.status.phase} ==", "{.status.phase} ^=",
 		"{.status.count} > many", "{.status.phase} exists now", "{range .items[*]}{.x}{end}", "text {.a}",
 		"{.status[} == x", "{.a}{.b}", "{" + strings.Repeat("a", 300) + "}",
 	} {
@@ -307,7 +312,7 @@ func TestTypedCheckErrors(t *testing.T) {
 		{"bad JSONPath", "      object: {kind: pods, where: '{.status[} == Running'}",
 			`x.yaml:17:35: steps[0].check.object.where: bad JSONPath {.status[}: `, "lessons.err.bad-jsonpath"},
 		{"bad operator", "      object: {kind: pods, where: ['{.status.phase} = Running']}",
-			`x.yaml:17:36: steps[0].check.object.where[0]: "= Running": after the JSONPath comes one of ==, !=, <=, >=, <, >, exists, absent`, "lessons.err.field-op"},
+			`x.yaml:17:36: steps[0].check.object.where[0]: "= Running": after the JSONPath comes one of ==, !=, ^=, <=, >=, <, >, exists, absent`, "lessons.err.field-op"},
 		{"not a field test", "      object: {kind: pods, where: [status.phase]}",
 			`x.yaml:17:36: steps[0].check.object.where[0]: "status.phase" is not a field test: `, "lessons.err.field-syntax"},
 		{"count and min", "      object: {kind: pods, count: 2, min: 1}",

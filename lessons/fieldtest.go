@@ -22,7 +22,8 @@ import (
 //	{.status.readyReplicas} >= 3
 //
 // A path alone means exists. == holds when one of the values the path
-// finds is the value; != when none is (an absent field is not Running);
+// finds is the value; ^= when one starts with it (a Lease's holder,
+// "{.spec.holderIdentity} ^= master-1_", whatever its random suffix); != when none is (an absent field is not Running);
 // <, <=, > and >= compare numbers, and hold when one value does.
 type FieldTest struct {
 	// Path is the JSONPath, braces included.
@@ -40,6 +41,7 @@ type FieldOp string
 const (
 	OpEqual        FieldOp = "=="
 	OpNotEqual     FieldOp = "!="
+	OpPrefix       FieldOp = "^="
 	OpLess         FieldOp = "<"
 	OpLessEqual    FieldOp = "<="
 	OpGreater      FieldOp = ">"
@@ -48,7 +50,7 @@ const (
 	OpAbsent       FieldOp = "absent"
 )
 
-var fieldOps = []FieldOp{OpEqual, OpNotEqual, OpLessEqual, OpGreaterEqual, OpLess, OpGreater, OpExists, OpAbsent}
+var fieldOps = []FieldOp{OpEqual, OpNotEqual, OpPrefix, OpLessEqual, OpGreaterEqual, OpLess, OpGreater, OpExists, OpAbsent}
 
 // maxFieldTest bounds a field test's length: a lesson's tests are short.
 const maxFieldTest = 256
@@ -91,7 +93,7 @@ func ParseFieldTest(s string) (FieldTest, error) {
 		if value != "" {
 			return FieldTest{}, i18n.NewError("lessons.err.field-extra", string(op), value)
 		}
-	case OpEqual, OpNotEqual:
+	case OpEqual, OpNotEqual, OpPrefix:
 		if value == "" {
 			return FieldTest{}, i18n.NewError("lessons.err.field-value", string(op))
 		}
@@ -233,6 +235,13 @@ func (t FieldTest) holds(obj map[string]any) bool {
 		return contains(vals, t.Value)
 	case OpNotEqual:
 		return !contains(vals, t.Value)
+	case OpPrefix:
+		for _, v := range vals {
+			if strings.HasPrefix(v, t.Value) {
+				return true
+			}
+		}
+		return false
 	}
 	for _, s := range vals {
 		n, err := strconv.ParseFloat(s, 64)

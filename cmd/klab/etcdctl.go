@@ -37,6 +37,10 @@ func newEtcdctlCmd() *cobra.Command {
 			if err := lab.ValidateName(name); err != nil {
 				return err
 			}
+			args, err := nameMoveLeader(cmd.Context(), name, args, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
 			endpoints, err := etcdctlEndpoints(cmd.Context(), name, args, cmd.ErrOrStderr())
 			if err != nil {
 				return err
