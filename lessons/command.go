@@ -23,7 +23,7 @@ func (c Command) String() string { return string(c) }
 // klabCommands are klab's top-level commands a lesson may use; it mirrors
 // cmd/klab (which lessons cannot import) and catches a misspelt command
 // when the lesson loads rather than when a student runs it.
-var klabCommands = []string{"chaos", "clock", "down", "etcdctl", "kubectl", "lessons", "status", "up"}
+var klabCommands = []string{"chaos", "clock", "down", "etcdctl", "kubectl", "lessons", "proxy", "status", "traffic", "up"}
 
 // shapeCommands change the cluster's shape or existence. The engine does
 // that itself from a step's cluster, and klab up runs until it is stopped,

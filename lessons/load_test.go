@@ -263,7 +263,7 @@ func TestLoadRejects(t *testing.T) {
 		},
 		{
 			name: "command without klab", line: 23, text: "    solution: [kubectl get nodes]",
-			want:    `x.yaml:23:16: steps[1].solution[0]: "kubectl get nodes" is not a klab command: lesson commands start with klab and one of: chaos, clock, down, etcdctl, kubectl, lessons, status, up`,
+			want:    `x.yaml:23:16: steps[1].solution[0]: "kubectl get nodes" is not a klab command: lesson commands start with klab and one of: chaos, clock, down, etcdctl, kubectl, lessons, proxy, status, traffic, up`,
 			wantKey: "lessons.err.cmd-klab",
 		},
 		{
