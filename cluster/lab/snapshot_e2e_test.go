@@ -49,8 +49,9 @@ func TestSnapshotRestoreBringsDeploymentBack(t *testing.T) {
 	if err := deploys.Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.eventually(60*time.Second, "web's pods gone", func() (bool, error) {
-		return len(f.pods("app=web")) == 0, nil
+	f.eventually(60*time.Second, "web gone", func() (bool, error) {
+		_, err := deploys.Get(ctx, "web", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), err
 	})
 
 	resolved, err := ResolveSnapshot(f.name, "before-delete")
