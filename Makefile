@@ -57,6 +57,7 @@ race:
 bench:
 	$(GO) run ./bench/etcd/cmd/etcdbench
 	KLAB_QUOTA_BYTES=1073741824 $(GO) test -count=1 -timeout 40m -run '^TestSpaceQuotaAlarm$$' -v ./cluster/etcd/
+	$(GO) test -count=1 -timeout 20m -run '^TestSnapshotRestoreBringsDeploymentBack$$' -v ./cluster/lab/
 	$(GO) run ./bench/proxy/cmd/proxybench
 	$(GO) test -count=1 -run '^$$' -bench 'Create|Apply|Get|List1000$$|WatchDelivery' -benchtime 2s ./bench/apiserver/
 	$(GO) test -count=1 -run '^$$' -bench 'List10000' -benchtime 20x ./bench/apiserver/

@@ -130,6 +130,14 @@ func (m *Member) checkIdentity(ctx context.Context, tx *bolt.Tx, fresh bool) err
 		return b.Put(memberNameKey, []byte(m.cfg.Name))
 	}
 	b := tx.Bucket(identityBucket)
+	if tok := b.Get(clusterTokenKey); tok != nil && string(tok) != m.cfg.ClusterToken {
+		// A data dir restored from a snapshot belongs to the new cluster
+		// the restore made: like etcd, which ignores --initial-cluster-token
+		// once a data dir exists, take the identity from the data dir.
+		m.cfg.ClusterToken = string(tok)
+		m.id = MemberID(m.self.PeerURL, m.cfg.ClusterToken)
+		m.clusterID = ClusterID(m.cfg.InitialCluster, m.cfg.ClusterToken)
+	}
 	cid, mid := b.Get(clusterIDKey), b.Get(memberIDKey)
 	if len(cid) != 8 || len(mid) != 8 {
 		return fmt.Errorf("data dir %s: identity record is damaged", m.cfg.DataDir)

@@ -24,6 +24,7 @@ import (
 //
 //	GET  /v1/status    ControlStatus
 //	POST /v1/chaos     ChaosRequest → ChaosResult
+//	POST /v1/restore   RestoreRequest → RestoreResult (see Cluster.Restore)
 //	POST /v1/shutdown  ShutdownRequest → 202 Accepted
 //
 // Errors come back as {"error": "...", "key": "..."} with a 4xx/5xx status;
@@ -127,6 +128,19 @@ func serveControl(ln net.Listener, c *Cluster) *controlServer {
 			return
 		}
 		res, err := c.Chaos(r.Context(), req)
+		if err != nil {
+			writeError(w, r, statusFor(err), err)
+			return
+		}
+		writeJSON(w, http.StatusOK, res)
+	})
+	mux.HandleFunc("POST "+pathRestore, func(w http.ResponseWriter, r *http.Request) {
+		var req RestoreRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			writeError(w, r, http.StatusBadRequest, i18n.Wrap(err, "lab.err.bad-request"))
+			return
+		}
+		res, err := c.Restore(r.Context(), req.Snapshot)
 		if err != nil {
 			writeError(w, r, statusFor(err), err)
 			return

@@ -86,6 +86,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newProxyCmd(),
 		newTrafficCmd(),
 		newEtcdctlCmd(),
+		newSnapshotCmd(),
 		newKubectlCmd(),
 		newLessonsCmd(),
 		newComponentCmd(),

@@ -301,3 +301,16 @@ func (r *Runtime) Remove(ctx context.Context) error {
 	r.mu.Unlock()
 	return nil
 }
+
+// EtcdDataDir returns the data dir of the etcd member ref, as its spec names
+// it: what an operator restoring etcd replaces while the member is stopped.
+func (r *Runtime) EtcdDataDir(ref runtime.Ref) (string, error) {
+	c, err := r.component(ref)
+	if err != nil {
+		return "", err
+	}
+	if c.spec.Etcd == nil {
+		return "", fmt.Errorf("component %s is not an etcd member", ref)
+	}
+	return c.spec.Etcd.DataDir, nil
+}
