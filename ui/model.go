@@ -16,6 +16,7 @@ import (
 	"github.com/klab-dev/klab/ui/labio"
 	"github.com/klab-dev/klab/ui/labstate"
 	"github.com/klab-dev/klab/ui/prefs"
+	"github.com/klab-dev/klab/ui/record"
 	"github.com/klab-dev/klab/ui/workspace"
 )
 
@@ -161,6 +162,9 @@ func (m *Model) openWorkspace(l labio.Lab) tea.Cmd {
 	}
 	wopts.Lesson, wopts.Step = m.home.Lesson()
 	wopts.Autoplay = m.opts.Autoplay && wopts.Lesson != nil
+	if m.opts.Record {
+		wopts.Record = record.ForCluster(info)
+	}
 	m.ws = workspace.New(m.c, l, labstate.New(info.Name, info.Members), wopts)
 	m.ws.SetSize(m.width, m.height)
 	return m.ws.Start(m.ctx)

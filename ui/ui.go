@@ -61,6 +61,9 @@ type Options struct {
 	// Autoplay plays the lesson (klab --lesson id --autoplay) once its
 	// cluster is up.
 	Autoplay bool
+	// Record records what the Observer reports to the cluster's state
+	// dir (events.jsonl), for the timeline and klab replay.
+	Record bool
 	// Pack is a folder of lessons (klab --lessons <dir>) listed after the
 	// built-in ones. A pack with problems adds none of its lessons; the
 	// home screen lists the problems, each at its file and line.

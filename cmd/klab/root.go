@@ -75,6 +75,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 
 	root.AddCommand(
 		newNotesCmd(),
+		newReplayCmd(),
 		newUpCmd(),
 		newDownCmd(),
 		newStartCmd(),

@@ -48,6 +48,7 @@ func runTUI(cmd *cobra.Command, spec lab.Spec, lesson string, autoplay bool, pac
 		Out:      cmd.OutOrStdout(),
 		Lesson:   lesson,
 		Autoplay: autoplay,
+		Record:   true,
 		Pack:     pack,
 		Run:      cmdline.Runner(newRunner("")),
 	})

@@ -69,6 +69,9 @@ type Options struct {
 	// Views are the views besides Overview and Raft (which the workspace
 	// makes, on its State), by ID.
 	Views map[ViewID]common.View
+	// Record, when set, is given each batch of the Observer's stream
+	// before the views see it (the recording, package record).
+	Record func(batch []lab.Observation)
 }
 
 // Model is the workspace.
@@ -364,6 +367,9 @@ func (m *Model) update(msg tea.Msg) (*Model, tea.Cmd) {
 	}
 	switch msg := msg.(type) {
 	case labio.ObservationsMsg:
+		if m.opts.Record != nil {
+			m.opts.Record(msg.Batch)
+		}
 		refresh := false
 		for _, o := range msg.Batch {
 			if !lab.Routine(o) {

@@ -1,0 +1,207 @@
+package record
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/ui/common"
+	"github.com/klab-dev/klab/ui/labstate"
+	"github.com/klab-dev/klab/ui/views/raft"
+)
+
+// StateAt folds the session's observations up to at (after its start)
+// into the picture the views draw: the same fold the live workspace
+// makes, so a moment is drawn as it was.
+func (s *Session) StateAt(at time.Duration) *labstate.State {
+	st := labstate.New(s.Info.Name, s.Info.Members)
+	for _, o := range s.Observations[:s.index(at)] {
+		st.Apply(o)
+	}
+	return st
+}
+
+// index is how many observations came by at.
+func (s *Session) index(at time.Duration) int {
+	end := s.Start.Add(at)
+	return sort.Search(len(s.Observations), func(i int) bool {
+		return s.Observations[i].Header().At.After(end)
+	})
+}
+
+// News returns the moments (after the start) of the session's news: what
+// is not a steady cluster's traffic (lab.Routine), such as a vote, a role
+// change or a member that stopped answering. Scrubbing jumps between them.
+func (s *Session) News() []time.Duration {
+	var out []time.Duration
+	for _, o := range s.Observations {
+		if lab.Routine(o) {
+			continue
+		}
+		d := o.Header().At.Sub(s.Start)
+		if len(out) == 0 || d-out[len(out)-1] >= 100*time.Millisecond {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Frame draws the Raft view of the session at a moment, with the timeline
+// under it: what klab replay shows there.
+func Frame(c *common.Common, s *Session, at time.Duration, width, height int) string {
+	v := raft.New(c, s.StateAt(at))
+	v.SetSize(width, max(height-2, 1))
+	return v.View() + "\n" + Timeline(s, at, false, width)
+}
+
+// Timeline draws where a moment is in the session, and the keys that move
+// it, in one or two lines.
+func Timeline(s *Session, at time.Duration, playing bool, width int) string {
+	total := s.Duration()
+	state := i18n.T("record.paused")
+	if playing {
+		state = i18n.T("record.playing")
+	}
+	head := fmt.Sprintf("%s %s / %s", state, clock(at), clock(total))
+	bar := max(width-common.Width(head)-1, 10)
+	pos := 0
+	if total > 0 {
+		pos = int(float64(bar-1) * float64(at) / float64(total))
+	}
+	marks := []rune(strings.Repeat("─", bar))
+	for _, n := range s.News() {
+		if total > 0 {
+			marks[int(float64(bar-1)*float64(n)/float64(total))] = '╵'
+		}
+	}
+	marks[min(max(pos, 0), bar-1)] = '●'
+	return head + " " + string(marks) + "\n" + ansi.Truncate(i18n.T("record.keys"), width, "…")
+}
+
+func clock(d time.Duration) string {
+	d = d.Round(100 * time.Millisecond)
+	return fmt.Sprintf("%d:%04.1f", int(d.Minutes()), (d % time.Minute).Seconds())
+}
+
+// Player is klab replay's screen: a recorded session's Raft view at a
+// moment the user moves, paused or playing at the speed it was recorded.
+type Player struct {
+	c             *common.Common
+	s             *Session
+	news          []time.Duration
+	at            time.Duration
+	playing       bool
+	width, height int
+}
+
+// NewPlayer opens a session paused at its start.
+func NewPlayer(c *common.Common, s *Session) *Player {
+	return &Player{c: c, s: s, news: s.News(), width: 100, height: 30}
+}
+
+type tickMsg struct{}
+
+const playStep = 100 * time.Millisecond
+
+func tick() tea.Cmd { return tea.Tick(playStep, func(time.Time) tea.Msg { return tickMsg{} }) }
+
+// Init starts nothing: the player opens paused.
+func (p *Player) Init() tea.Cmd { return nil }
+
+// At reports the moment shown.
+func (p *Player) At() time.Duration { return p.at }
+
+// Seek moves to a moment, within the session.
+func (p *Player) Seek(at time.Duration) { p.at = min(max(at, 0), p.s.Duration()) }
+
+// Update moves the moment on keys and, playing, with time.
+func (p *Player) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		p.width, p.height = msg.Width, msg.Height
+	case tickMsg:
+		if !p.playing {
+			return p, nil
+		}
+		p.Seek(p.at + playStep)
+		if p.at >= p.s.Duration() {
+			p.playing = false
+			return p, nil
+		}
+		return p, tick()
+	case tea.KeyMsg:
+		switch msg.String() {
+		case "q", "ctrl+c", "esc":
+			return p, tea.Quit
+		case " ":
+			p.playing = !p.playing
+			if p.playing {
+				if p.at >= p.s.Duration() {
+					p.at = 0
+				}
+				return p, tick()
+			}
+		case "left", "h":
+			p.playing = false
+			p.Seek(p.at - time.Second)
+		case "right", "l":
+			p.playing = false
+			p.Seek(p.at + time.Second)
+		case ",", "<":
+			p.playing = false
+			p.Seek(p.at - playStep)
+		case ".", ">":
+			p.playing = false
+			p.Seek(p.at + playStep)
+		case "[":
+			p.playing = false
+			p.Seek(p.prevNews())
+		case "]":
+			p.playing = false
+			p.Seek(p.nextNews())
+		case "home", "g":
+			p.Seek(0)
+		case "end", "G":
+			p.Seek(p.s.Duration())
+		case "L":
+			if i18n.Current() == i18n.Korean {
+				i18n.SetLang(i18n.English)
+			} else {
+				i18n.SetLang(i18n.Korean)
+			}
+		}
+	}
+	return p, nil
+}
+
+func (p *Player) prevNews() time.Duration {
+	best := time.Duration(0)
+	for _, n := range p.news {
+		if n < p.at {
+			best = n
+		}
+	}
+	return best
+}
+
+func (p *Player) nextNews() time.Duration {
+	for _, n := range p.news {
+		if n > p.at {
+			return n
+		}
+	}
+	return p.s.Duration()
+}
+
+// View draws the Raft view at the moment, and the timeline.
+func (p *Player) View() string {
+	v := raft.New(p.c, p.s.StateAt(p.at))
+	v.SetSize(p.width, max(p.height-2, 1))
+	return v.View() + "\n" + Timeline(p.s, p.at, p.playing, p.width)
+}

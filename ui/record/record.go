@@ -1,0 +1,269 @@
+// Package record writes what the Observer reports to a recording (the state
+// dir's events.jsonl) and reads it back, so that the Raft view can be drawn
+// as it was at any moment of a session, with or without the cluster.
+//
+// A recording is JSON lines, append-only. Each session of a workspace
+// begins with a header line naming the cluster and its members; every
+// later line is one observation, its time given in microseconds after the
+// header's start so that a line stays short:
+//
+//	{"klab":"recording","v":1,"start":"2026-…","info":{…}}
+//	{"t":1250,"k":"e","n":17,"m":"master-1","e":{…}}
+//	{"t":1300,"k":"s","n":18,"m":"master-2","s":{…}}
+//
+// k is "s" (a status), "e" (a raft event), "u" (the member stopped
+// answering; err says why) or "g" (events were lost; lost says how many).
+package record
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/cluster/etcd"
+	"github.com/klab-dev/klab/cluster/lab"
+)
+
+// FileName is the recording's name in a cluster's state dir.
+const FileName = "events.jsonl"
+
+// Version is the recording format's version.
+const Version = 1
+
+// header is a session's first line.
+type header struct {
+	Klab  string    `json:"klab"`
+	V     int       `json:"v"`
+	Start time.Time `json:"start"`
+	Info  *lab.Info `json:"info"`
+}
+
+// line is one observation.
+type line struct {
+	T      int64        `json:"t"`
+	K      string       `json:"k"`
+	N      uint64       `json:"n"`
+	M      string       `json:"m"`
+	Status *etcd.Status `json:"s,omitempty"`
+	Event  *etcd.Event  `json:"e,omitempty"`
+	Err    string       `json:"err,omitempty"`
+	Lost   uint64       `json:"lost,omitempty"`
+}
+
+// Recorder appends observations to a recording. It is safe for use by
+// several goroutines.
+type Recorder struct {
+	mu    sync.Mutex
+	f     io.WriteCloser
+	w     *bufio.Writer
+	start time.Time
+	buf   bytes.Buffer
+	bytes int64
+	err   error
+}
+
+// Open opens (or creates) the recording at path for appending and begins
+// a session of the cluster info describes.
+func Open(path string, info *lab.Info, start time.Time) (*Recorder, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, i18n.Wrap(err, "record.err.open", path)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, i18n.Wrap(err, "record.err.open", path)
+	}
+	r := New(f, info, start)
+	if err := r.Flush(); err != nil {
+		f.Close()
+		return nil, i18n.Wrap(err, "record.err.open", path)
+	}
+	return r, nil
+}
+
+// New begins a session of the cluster info describes on w.
+func New(w io.WriteCloser, info *lab.Info, start time.Time) *Recorder {
+	r := &Recorder{f: w, w: bufio.NewWriterSize(w, 64<<10), start: start}
+	r.put(header{Klab: "recording", V: Version, Start: start.UTC(), Info: info})
+	return r
+}
+
+func (r *Recorder) put(v any) {
+	if r.err != nil {
+		return
+	}
+	r.buf.Reset()
+	enc := json.NewEncoder(&r.buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		r.err = err
+		return
+	}
+	n, err := r.w.Write(r.buf.Bytes())
+	r.bytes += int64(n)
+	r.err = err
+}
+
+// Record appends a batch of observations and writes it out: a batch is
+// what the workspace draws at once, a few times a second at most.
+func (r *Recorder) Record(batch []lab.Observation) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, o := range batch {
+		h := o.Header()
+		l := line{T: h.At.Sub(r.start).Microseconds(), N: h.Seq, M: h.Member}
+		switch o := o.(type) {
+		case *lab.StatusObservation:
+			l.K, l.Status = "s", &o.Status
+		case *lab.EventObservation:
+			l.K, l.Event = "e", &o.Event
+		case *lab.UnreachableObservation:
+			l.K = "u"
+			if o.Err != nil {
+				l.Err = o.Err.Error()
+			}
+		case *lab.GapObservation:
+			l.K, l.Lost = "g", o.Lost
+		default:
+			continue
+		}
+		r.put(l)
+	}
+	if r.err == nil {
+		r.err = r.w.Flush()
+	}
+	return r.err
+}
+
+// Flush writes out what is buffered.
+func (r *Recorder) Flush() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == nil {
+		r.err = r.w.Flush()
+	}
+	return r.err
+}
+
+// Bytes reports how many bytes the session wrote.
+func (r *Recorder) Bytes() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.bytes
+}
+
+// Close writes out what is buffered and closes the file.
+func (r *Recorder) Close() error {
+	err := r.Flush()
+	return errors.Join(err, r.f.Close())
+}
+
+// Session is one recorded session: the cluster as it was described when
+// it began, and what was observed, in order.
+type Session struct {
+	Start        time.Time
+	Info         *lab.Info
+	Observations []lab.Observation
+}
+
+// Duration is how long after its start the session's last observation
+// came.
+func (s *Session) Duration() time.Duration {
+	if len(s.Observations) == 0 {
+		return 0
+	}
+	return s.Observations[len(s.Observations)-1].Header().At.Sub(s.Start)
+}
+
+// Load reads every session of the recording at path.
+func Load(path string) ([]*Session, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, i18n.Wrap(err, "record.err.open", path)
+	}
+	defer f.Close()
+	return Read(f, path)
+}
+
+// Read reads every session of a recording; name says where it came from,
+// for errors.
+func Read(rd io.Reader, name string) ([]*Session, error) {
+	var sessions []*Session
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for n := 1; sc.Scan(); n++ {
+		b := sc.Bytes()
+		if len(bytes.TrimSpace(b)) == 0 {
+			continue
+		}
+		if bytes.Contains(b[:min(len(b), 32)], []byte(`"klab":`)) {
+			var h header
+			if err := json.Unmarshal(b, &h); err != nil {
+				return nil, i18n.Wrap(err, "record.err.line", name, n)
+			}
+			if h.Klab != "recording" || h.V != Version || h.Info == nil {
+				return nil, i18n.NewError("record.err.header", name, n, h.V)
+			}
+			sessions = append(sessions, &Session{Start: h.Start, Info: h.Info})
+			continue
+		}
+		if len(sessions) == 0 {
+			return nil, i18n.NewError("record.err.no-header", name, n)
+		}
+		var l line
+		if err := json.Unmarshal(b, &l); err != nil {
+			return nil, i18n.Wrap(err, "record.err.line", name, n)
+		}
+		s := sessions[len(sessions)-1]
+		h := lab.Observed{Seq: l.N, Member: l.M, At: s.Start.Add(time.Duration(l.T) * time.Microsecond)}
+		var o lab.Observation
+		switch {
+		case l.K == "s" && l.Status != nil:
+			o = &lab.StatusObservation{Observed: h, Status: *l.Status}
+		case l.K == "e" && l.Event != nil:
+			o = &lab.EventObservation{Observed: h, Event: *l.Event}
+		case l.K == "u":
+			o = &lab.UnreachableObservation{Observed: h, Err: errors.New(l.Err)}
+		case l.K == "g":
+			o = &lab.GapObservation{Observed: h, Lost: l.Lost}
+		default:
+			return nil, i18n.NewError("record.err.kind", name, n, l.K)
+		}
+		s.Observations = append(s.Observations, o)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, i18n.Wrap(err, "record.err.open", name)
+	}
+	if len(sessions) == 0 {
+		return nil, i18n.NewError("record.err.empty", name)
+	}
+	return sessions, nil
+}
+
+// String describes a session in one line, for lists.
+func (s *Session) String() string {
+	return fmt.Sprintf("%s %s (%d)", s.Info.Name, s.Start.Format(time.RFC3339), len(s.Observations))
+}
+
+// ForCluster opens the cluster's recording in its state dir and returns
+// what records each batch into it; nil when it cannot be opened (the
+// workspace then runs without one: a recording is never worth stopping
+// the lesson for).
+func ForCluster(info *lab.Info) func([]lab.Observation) {
+	dir, err := lab.StateDir(info.Name)
+	if err != nil {
+		return nil
+	}
+	r, err := Open(filepath.Join(dir, FileName), info, time.Now())
+	if err != nil {
+		return nil
+	}
+	return func(batch []lab.Observation) { _ = r.Record(batch) }
+}
