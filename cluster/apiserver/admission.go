@@ -15,6 +15,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -186,6 +187,9 @@ func admitDelete(res *registry.Resource, name string) error {
 
 // admitCreate runs the mutating admission plugins for new objects.
 func (s *Server) admitCreate(ctx context.Context, res *registry.Resource, obj runtime.Object) error {
+	if pc, ok := obj.(*schedulingv1.PriorityClass); ok {
+		return s.admitPriorityClass(ctx, res, pc, false)
+	}
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return nil
@@ -215,12 +219,8 @@ func (s *Server) admitCreate(ctx context.Context, res *registry.Resource, obj ru
 	// DefaultTolerationSeconds.
 	addToleration(pod, corev1.TaintNodeNotReady)
 	addToleration(pod, corev1.TaintNodeUnreachable)
-	// Priority: without a priority class a pod gets priority 0.
-	if pod.Spec.Priority == nil {
-		zero := int32(0)
-		pod.Spec.Priority = &zero
-	}
-	return nil
+	// Priority (priority.go).
+	return s.admitPodPriority(ctx, res, pod)
 }
 
 func addToleration(pod *corev1.Pod, key string) {
@@ -237,6 +237,12 @@ func addToleration(pod *corev1.Pod, key string) {
 
 // admitUpdate runs the admission plugins that also see updates.
 func (s *Server) admitUpdate(ctx context.Context, res *registry.Resource, obj, current runtime.Object) error {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		keepPodPriority(o, current.(*corev1.Pod))
+	case *schedulingv1.PriorityClass:
+		return s.admitPriorityClass(ctx, res, o, true)
+	}
 	return nil
 }
 

@@ -38,6 +38,9 @@ func (s *Server) bootstrap(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := s.ensureSystemPriorityClasses(ctx); err != nil {
+		return err
+	}
 	first, err := firstServiceIP(s.cfg.ServiceCIDR)
 	if err != nil {
 		return err

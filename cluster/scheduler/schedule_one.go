@@ -91,7 +91,8 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 	start := time.Now()
 	s.cache.UpdateSnapshot(s.snapshot)
 	d := &Decision{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, Attempt: pInfo.Attempts, Time: start}
-	host, err := s.algo.schedulePod(ctx, framework.NewCycleState(), pod, d)
+	state := framework.NewCycleState()
+	host, err := s.algo.schedulePod(ctx, state, pod, d)
 	var assumed *v1.Pod
 	if err == nil {
 		// The pod now counts against host in the cache, so the next
@@ -107,6 +108,13 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 			// Stopping: the cycle was cut short, not the pod's fault. The
 			// next leader will try it.
 			return
+		}
+		var fitErr *FitError
+		if errors.As(err, &fitErr) {
+			// preemption.go: make room on a node, if lower-priority pods hold it.
+			if _, perr := s.preempt(ctx, state, pod, fitErr); perr != nil {
+				s.log.Info("preemption failed", "pod", d.Pod(), "err", perr)
+			}
 		}
 		s.recordFailure(ctx, pInfo, podSchedulingCycle, d, err)
 		return

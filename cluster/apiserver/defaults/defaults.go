@@ -7,6 +7,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -54,5 +55,11 @@ func Default(obj runtime.Object) {
 		defaultCronJob(o)
 	case *discoveryv1.EndpointSlice:
 		defaultEndpointSlice(o)
+	case *schedulingv1.PriorityClass:
+		// A class without a policy lets its pods preempt, as upstream's default.
+		if o.PreemptionPolicy == nil {
+			p := corev1.PreemptLowerPriority
+			o.PreemptionPolicy = &p
+		}
 	}
 }

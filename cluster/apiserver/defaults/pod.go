@@ -31,11 +31,8 @@ func defaultPod(pod *corev1.Pod) {
 		defaultHostNetworkPorts(spec.InitContainers)
 		defaultHostNetworkPorts(spec.Containers)
 	}
-	// The Priority admission plugin sets this when no PriorityClass says
-	// otherwise; klab has no PriorityClasses, so it always applies.
-	if spec.PreemptionPolicy == nil {
-		spec.PreemptionPolicy = ptr.To(corev1.PreemptLowerPriority)
-	}
+	// spec.priority and spec.preemptionPolicy are not defaults: the
+	// Priority admission plugin resolves them from the pod's PriorityClass.
 	defaultPodStatus(pod)
 }
 

@@ -35,7 +35,6 @@ func TestDefaultPodMinimal(t *testing.T) {
 			SecurityContext:               &corev1.PodSecurityContext{},
 			SchedulerName:                 "default-scheduler",
 			EnableServiceLinks:            ptr.To(true),
-			PreemptionPolicy:              ptr.To(corev1.PreemptLowerPriority),
 		},
 		Status: corev1.PodStatus{Phase: corev1.PodPending, QOSClass: corev1.PodQOSBestEffort},
 	}

@@ -16,6 +16,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -64,6 +65,7 @@ var handlers = map[reflect.Type]handler{
 	reflect.TypeFor[*coordinationv1.Lease]():                     typed(leaseColumns, printLease),
 	reflect.TypeFor[*discoveryv1.EndpointSlice]():                typed(endpointSliceColumns, printEndpointSlice),
 	reflect.TypeFor[*policyv1.PodDisruptionBudget]():             typed(podDisruptionBudgetColumns, printPodDisruptionBudget),
+	reflect.TypeFor[*schedulingv1.PriorityClass]():               typed(priorityClassColumns, printPriorityClass),
 	reflect.TypeFor[*rbacv1.Role]():                              typed(roleColumns, printRole),
 	reflect.TypeFor[*rbacv1.ClusterRole]():                       typed(roleColumns, printClusterRole),
 	reflect.TypeFor[*rbacv1.RoleBinding]():                       typed(roleBindingColumns, printRoleBinding),

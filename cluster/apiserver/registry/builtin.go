@@ -62,6 +62,8 @@ func builtin() []*Resource {
 		{GroupVersionResource: gvr(rbacGroup, "v1", "clusterroles"), Kind: "ClusterRole", Verbs: allVerbs},
 		{GroupVersionResource: gvr(rbacGroup, "v1", "rolebindings"), Kind: "RoleBinding", Namespaced: true, Verbs: allVerbs},
 		{GroupVersionResource: gvr(rbacGroup, "v1", "roles"), Kind: "Role", Namespaced: true, Verbs: allVerbs},
+		// scheduling.k8s.io/v1
+		{GroupVersionResource: gvr("scheduling.k8s.io", "v1", "priorityclasses"), Kind: "PriorityClass", Verbs: allVerbs, ShortNames: []string{"pc"}},
 		// events.k8s.io/v1: the same events as core/v1, in the newer shape.
 		{GroupVersionResource: gvr("events.k8s.io", "v1", "events"), Kind: "Event", Namespaced: true, Verbs: allVerbs, ShortNames: []string{"ev"}, StorageResource: "events", FieldLabels: coreEventFields},
 	}

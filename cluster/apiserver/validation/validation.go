@@ -13,6 +13,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -70,6 +71,8 @@ func ValidateCreate(obj runtime.Object) field.ErrorList {
 		allErrs = validateEndpointSlice(o)
 	case *policyv1.PodDisruptionBudget:
 		allErrs = validatePodDisruptionBudget(o)
+	case *schedulingv1.PriorityClass:
+		allErrs, namespaced = validatePriorityClass(o), false
 	case *rbacv1.Role:
 		allErrs = validateRole(o)
 	case *rbacv1.ClusterRole:
@@ -144,6 +147,8 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		return withOld(o, old, validateEndpointSliceUpdate)
 	case *policyv1.PodDisruptionBudget:
 		return withOld(o, old, validatePodDisruptionBudgetUpdate)
+	case *schedulingv1.PriorityClass:
+		return withOld(o, old, validatePriorityClassUpdate)
 	case *rbacv1.Role:
 		return withOld(o, old, validateRoleUpdate)
 	case *rbacv1.ClusterRole:

@@ -23,7 +23,8 @@ import (
 // PrioritySort, volume plugins, DynamicResources, DefaultPreemption and
 // DefaultBinder are left out: klab has no volumes or DRA, its framework has
 // no PreEnqueue, PostFilter or Bind extension points, and the queue order
-// and binding live in the scheduler core.
+// and binding live in the scheduler core (preemption too: preemption.go in
+// cluster/scheduler does DefaultPreemption's work).
 func Default() []framework.PluginSpec {
 	return []framework.PluginSpec{
 		{Name: nodeunschedulable.Name, Factory: nodeunschedulable.New},
