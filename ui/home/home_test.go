@@ -176,7 +176,7 @@ func TestHomeLessonsGolden(t *testing.T) {
 // leaves the shape to the form.
 func TestHomeLessonChoice(t *testing.T) {
 	m := lessonHome(t, i18n.English, 120, 40)
-	if r := m.at(); r.kind != rowLesson || m.lessons[r.index-1].ID != "etcd-registry" {
+	if r := m.at(); r.kind != rowLesson || m.lessons[r.index-1].ID != "api-server" {
 		t.Fatalf("cursor on %+v, want the first unfinished lesson", r)
 	}
 	press(m, "down", "down")
