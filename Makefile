@@ -17,7 +17,7 @@ KUBE_MINOR   := $(word 2,$(subst ., ,$(KUBE_VERSION)))
 KUBE_LDFLAGS := $(foreach p,k8s.io/client-go/pkg/version k8s.io/component-base/version,-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=$(KUBE_MINOR) -X $(p).gitTreeState=clean)
 LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.buildID=$(BUILD_ID) $(KUBE_LDFLAGS)
 
-TEST_TIMEOUT ?= 10m
+TEST_TIMEOUT ?= 20m
 
 .PHONY: build image run test race bench lint clean
 
