@@ -101,7 +101,11 @@ func TestFeedsFromARealCluster(t *testing.T) {
 		got := sv.View()
 		return strings.Contains(got, "default/hello") && strings.Contains(got, "bound to worker-1")
 	}
-	feedtest.Drive(t, cmd, update, func() bool { return scheduled() && bindingRequest() && decided() }, 30*time.Second)
+	// The events view counts as connected once its watch runs and the
+	// request log streams; under load its watch may be (re)starting when
+	// the pod's first events are already in, so that is waited for too.
+	connected := func() bool { return ev.watching && ev.eventsErr == "" && len(ev.servers) > 0 && ev.servers[0].Connected }
+	feedtest.Drive(t, cmd, update, func() bool { return scheduled() && bindingRequest() && decided() && connected() }, 30*time.Second)
 	t.Logf("decision, event and request seen %v after the pod was created", time.Since(created).Round(time.Millisecond))
 
 	got := sv.View()
