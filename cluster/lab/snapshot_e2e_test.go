@@ -129,4 +129,3 @@ func TestRestoreRefusesMissingAndCorruptSnapshots(t *testing.T) {
 		}
 	}
 }
-

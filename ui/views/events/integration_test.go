@@ -104,7 +104,9 @@ func TestFeedsFromARealCluster(t *testing.T) {
 	// The events view counts as connected once its watch runs and the
 	// request log streams; under load its watch may be (re)starting when
 	// the pod's first events are already in, so that is waited for too.
-	connected := func() bool { return ev.watching && ev.eventsErr == "" && len(ev.servers) > 0 && ev.servers[0].Connected }
+	connected := func() bool {
+		return ev.watching && ev.eventsErr == "" && len(ev.servers) > 0 && ev.servers[0].Connected
+	}
 	feedtest.Drive(t, cmd, update, func() bool { return scheduled() && bindingRequest() && decided() && connected() }, 30*time.Second)
 	t.Logf("decision, event and request seen %v after the pod was created", time.Since(created).Round(time.Millisecond))
 
