@@ -55,6 +55,10 @@ func TestEtcdMemberWithAFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
+	// "running" means the member serves; a lone member still has to elect
+	// itself before it takes a write, and a put refused with "no leader"
+	// was never acknowledged, so it is not part of this test.
+	waitLeader(t, cli, "http://"+client)
 
 	acked := map[string]string{}
 	put := func(i int) error {
@@ -114,6 +118,24 @@ func TestEtcdMemberWithAFullDisk(t *testing.T) {
 	}
 	if _, err := cli.Put(ctx, "/after", "ok"); err != nil {
 		t.Errorf("put after restart: %v", err)
+	}
+}
+
+// waitLeader waits until the member at endpoint knows a leader.
+func waitLeader(t *testing.T, cli *clientv3.Client, endpoint string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		st, err := cli.Status(ctx, endpoint)
+		cancel()
+		if err == nil && st.Leader != 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("member at %s has no leader after 15 s (last status error: %v)", endpoint, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
