@@ -79,6 +79,14 @@ func Enabled(bs ...key.Binding) []key.Binding {
 	return out
 }
 
+// SetTheme redraws everything in theme t from the next frame on: views
+// read their styles from Common each time they draw.
+func (c *Common) SetTheme(t styles.Theme) {
+	if c.Styles.Theme != t {
+		c.Styles = styles.New(t)
+	}
+}
+
 // Footer draws key hints in one line of width cells. When they do not all
 // fit, the keys for all keys (?) and for quitting stay at the end of the
 // line and the others are cut, ending with an ellipsis: whatever the

@@ -8,26 +8,64 @@ import (
 	"github.com/charmbracelet/lipgloss"
 )
 
-// Palette: each colour has a light- and a dark-background variant, so the
-// lab reads on both, and a projector's washed-out white as well.
-var (
-	colorText    = lipgloss.AdaptiveColor{Light: "#1F2430", Dark: "#D5DAEC"}
-	colorMuted   = lipgloss.AdaptiveColor{Light: "#6B7280", Dark: "#8089A8"}
-	colorSubtle  = lipgloss.AdaptiveColor{Light: "#C8CDD8", Dark: "#3B4261"}
-	colorAccent  = lipgloss.AdaptiveColor{Light: "#4F46E5", Dark: "#8B87F8"}
-	colorLeader  = lipgloss.AdaptiveColor{Light: "#A16207", Dark: "#F5C46B"}
-	colorFollow  = lipgloss.AdaptiveColor{Light: "#1D4ED8", Dark: "#7AA2F7"}
-	colorCandid  = lipgloss.AdaptiveColor{Light: "#C2410C", Dark: "#FF9E64"}
-	colorPreCand = lipgloss.AdaptiveColor{Light: "#A21CAF", Dark: "#E39CF0"}
-	colorBad     = lipgloss.AdaptiveColor{Light: "#B91C1C", Dark: "#F7768E"}
-	colorGood    = lipgloss.AdaptiveColor{Light: "#15803D", Dark: "#9ECE6A"}
-	colorBeat    = lipgloss.AdaptiveColor{Light: "#BE185D", Dark: "#F38BA8"}
-	colorApp     = lipgloss.AdaptiveColor{Light: "#0F766E", Dark: "#73DACA"}
-	colorBarBg   = lipgloss.AdaptiveColor{Light: "#ECEEF4", Dark: "#1E2233"}
+// A Theme is a palette: each colour has a light- and a dark-background
+// variant, so the lab reads on both.
+type Theme string
+
+const (
+	// Standard is klab's everyday palette.
+	Standard Theme = "standard"
+	// Contrast is for a projector: a washed-out beamer drops pale greys
+	// and soft pastels, so every colour here is saturated, the muted text
+	// is still well apart from the background, and the lines between
+	// boxes are as bright as the text.
+	Contrast Theme = "contrast"
 )
+
+// Themes lists the themes by name.
+var Themes = []Theme{Standard, Contrast}
+
+// ParseTheme returns the theme named s.
+func ParseTheme(s string) (Theme, bool) {
+	for _, t := range Themes {
+		if string(t) == s {
+			return t, true
+		}
+	}
+	return "", false
+}
+
+type palette struct {
+	text, muted, subtle, accent, leader, follow, candid, preCand,
+	bad, good, beat, app, barBg lipgloss.AdaptiveColor
+}
+
+func ac(light, dark string) lipgloss.AdaptiveColor {
+	return lipgloss.AdaptiveColor{Light: light, Dark: dark}
+}
+
+var palettes = map[Theme]palette{
+	Standard: {
+		text: ac("#1F2430", "#D5DAEC"), muted: ac("#6B7280", "#8089A8"), subtle: ac("#C8CDD8", "#3B4261"),
+		accent: ac("#4F46E5", "#8B87F8"), leader: ac("#A16207", "#F5C46B"), follow: ac("#1D4ED8", "#7AA2F7"),
+		candid: ac("#C2410C", "#FF9E64"), preCand: ac("#A21CAF", "#E39CF0"), bad: ac("#B91C1C", "#F7768E"),
+		good: ac("#15803D", "#9ECE6A"), beat: ac("#BE185D", "#F38BA8"), app: ac("#0F766E", "#73DACA"),
+		barBg: ac("#ECEEF4", "#1E2233"),
+	},
+	Contrast: {
+		text: ac("#000000", "#FFFFFF"), muted: ac("#303030", "#D0D0D0"), subtle: ac("#505050", "#A0A0A0"),
+		accent: ac("#2000B0", "#B8A8FF"), leader: ac("#6B3A00", "#FFD700"), follow: ac("#0030C0", "#5FD7FF"),
+		candid: ac("#A02800", "#FF8700"), preCand: ac("#800080", "#FF5FFF"), bad: ac("#A00000", "#FF5F5F"),
+		good: ac("#005A00", "#5FFF5F"), beat: ac("#8A0040", "#FF87AF"), app: ac("#004D4D", "#00FFD7"),
+		barBg: ac("#FFFFFF", "#000000"),
+	},
+}
 
 // Styles is every style of the TUI, grouped by where it is used.
 type Styles struct {
+	// Theme is the palette these styles were built from.
+	Theme Theme
+
 	App lipgloss.Style
 
 	Header struct {
@@ -99,11 +137,23 @@ type Styles struct {
 	}
 }
 
-// DefaultStyles returns klab's styles. Under NO_COLOR, lipgloss renders
-// none of them, so no view relies on colour alone: roles are words, the
-// selection has a marker, a lost message a cross.
-func DefaultStyles() *Styles {
-	s := &Styles{}
+// DefaultStyles returns klab's styles in the standard theme.
+func DefaultStyles() *Styles { return New(Standard) }
+
+// New returns klab's styles in theme t (an unknown theme is the standard
+// one). Under NO_COLOR, lipgloss renders none of them, so no view relies
+// on colour alone: roles are words, the selection has a marker, a lost
+// message a cross.
+func New(t Theme) *Styles {
+	p, ok := palettes[t]
+	if !ok {
+		t, p = Standard, palettes[Standard]
+	}
+	colorText, colorMuted, colorSubtle, colorAccent := p.text, p.muted, p.subtle, p.accent
+	colorLeader, colorFollow, colorCandid, colorPreCand := p.leader, p.follow, p.candid, p.preCand
+	colorBad, colorGood, colorBeat, colorApp, colorBarBg := p.bad, p.good, p.beat, p.app, p.barBg
+
+	s := &Styles{Theme: t}
 	fg := func(c lipgloss.TerminalColor) lipgloss.Style { return lipgloss.NewStyle().Foreground(c) }
 
 	s.App = lipgloss.NewStyle().Foreground(colorText)

@@ -7,12 +7,15 @@ import (
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/ui/common"
+	"github.com/klab-dev/klab/ui/styles"
 )
 
 // The presenter layout (P) gives the live view the whole width, for a
 // projector, under a caption of two lines: the lesson's step, and what its
 // check sees now. The lesson pane is only hidden: P again brings it back
-// as it was, at the same step, scroll and hints.
+// as it was, at the same step, scroll and hints. The layout is drawn in
+// the high-contrast theme, which a projector's washed-out picture needs,
+// and leaving it brings back the theme from before.
 
 // captionHeight is the presenter layout's caption: two lines and a rule.
 const captionHeight = 3
@@ -28,6 +31,12 @@ func (m *Model) togglePresenter() {
 		return
 	}
 	m.presenter = !m.presenter
+	if m.presenter {
+		m.themeBefore = m.c.Styles.Theme
+		m.c.SetTheme(styles.Contrast)
+	} else {
+		m.c.SetTheme(m.themeBefore)
+	}
 	m.layout()
 }
 

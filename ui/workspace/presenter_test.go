@@ -10,6 +10,7 @@ import (
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/ui/internal/uitest"
 	"github.com/klab-dev/klab/ui/keys"
+	"github.com/klab-dev/klab/ui/styles"
 )
 
 // TestPresenterLayout: P gives the live view the whole width under a
@@ -25,6 +26,9 @@ func TestPresenterLayout(t *testing.T) {
 				*m.c.Keys = *keys.Default()
 				before := m.View()
 				press(m, "P")
+				if th := m.c.Styles.Theme; th != styles.Contrast {
+					t.Errorf("presenter layout drawn in the %s theme, want %s", th, styles.Contrast)
+				}
 				frame := m.View()
 				uitest.CheckFrame(t, frame, size.W, size.H)
 				plain := ansi.Strip(frame)
@@ -47,6 +51,9 @@ func TestPresenterLayout(t *testing.T) {
 				}
 				uitest.Golden(t, name, frame)
 				press(m, "P")
+				if th := m.c.Styles.Theme; th != styles.Standard {
+					t.Errorf("after the presenter layout the theme is %s, want %s back", th, styles.Standard)
+				}
 				if after := m.View(); after != before {
 					t.Errorf("P twice does not give back the normal layout:\n%s\nwant\n%s", after, before)
 				}

@@ -25,6 +25,7 @@ import (
 	"github.com/klab-dev/klab/ui/common"
 	"github.com/klab-dev/klab/ui/labio"
 	"github.com/klab-dev/klab/ui/labstate"
+	"github.com/klab-dev/klab/ui/styles"
 	"github.com/klab-dev/klab/ui/views/lesson"
 	"github.com/klab-dev/klab/ui/views/overview"
 	"github.com/klab-dev/klab/ui/views/raft"
@@ -98,6 +99,8 @@ type Model struct {
 	// presenter is the presenter layout: the live view on the whole
 	// width under a caption (P).
 	presenter bool
+	// themeBefore is the theme the presenter layout replaced.
+	themeBefore styles.Theme
 	// lessonStarted is when the lesson opened, for klab notes' clock.
 	lessonStarted time.Time
 	eval          *lessons.Evaluator
@@ -210,6 +213,9 @@ func (m *Model) Start(ctx context.Context) tea.Cmd {
 
 // Stop ends the Observer, the feeds and a command still running.
 func (m *Model) Stop() {
+	if m.presenter {
+		m.c.SetTheme(m.themeBefore)
+	}
 	if m.stop != nil {
 		m.stop()
 	}

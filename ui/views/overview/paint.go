@@ -51,6 +51,9 @@ func podStyle(s *styles.Styles, st kubestate.PodStatus) lipgloss.Style {
 // paint holds what every frame draws many times, rendered once: the
 // styles never change while the program runs, so neither do these.
 type paint struct {
+	// styles are the styles the runs were drawn in; a theme change
+	// brings new ones, and a new paint.
+	styles *styles.Styles
 	// runs[st][n] is n glyphs of status st in its style, for short runs.
 	runs [len(podGlyphs)][]string
 	sep  string
@@ -59,7 +62,7 @@ type paint struct {
 const cachedRun = 48
 
 func newPaint(s *styles.Styles) *paint {
-	p := &paint{sep: s.Overview.Muted.Render(" · ")}
+	p := &paint{styles: s, sep: s.Overview.Muted.Render(" · ")}
 	for st := range podGlyphs {
 		style := podStyle(s, kubestate.PodStatus(st))
 		p.runs[st] = make([]string, cachedRun+1)

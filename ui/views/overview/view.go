@@ -117,7 +117,7 @@ func (v *View) View() string {
 	if w <= 0 || h <= 0 {
 		return ""
 	}
-	if v.paint == nil {
+	if v.paint == nil || v.paint.styles != v.c.Styles {
 		v.paint = newPaint(v.c.Styles)
 	}
 	nodes := v.gather(info, st, ks, comps)
