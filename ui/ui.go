@@ -38,6 +38,7 @@ import (
 	"github.com/klab-dev/klab/ui/common"
 	"github.com/klab-dev/klab/ui/prefs"
 	"github.com/klab-dev/klab/ui/screen"
+	"github.com/klab-dev/klab/ui/styles"
 	"github.com/klab-dev/klab/ui/views/events"
 	"github.com/klab-dev/klab/ui/views/proxy"
 	"github.com/klab-dev/klab/ui/views/scheduler"
@@ -64,6 +65,12 @@ type Options struct {
 	// Record records what the Observer reports to the cluster's state
 	// dir (events.jsonl), for the timeline and klab replay.
 	Record bool
+	// Theme is the palette the TUI is drawn in (klab --theme); empty is
+	// the standard one.
+	Theme styles.Theme
+	// Cast records the session to this file in the asciicast v2 format
+	// (klab --cast).
+	Cast string
 	// Pack is a folder of lessons (klab --lessons <dir>) listed after the
 	// built-in ones. A pack with problems adds none of its lessons; the
 	// home screen lists the problems, each at its file and line.
@@ -229,8 +236,12 @@ func Run(ctx context.Context, opts Options) error {
 	// input: asking later would swallow the answer as key presses.
 	lipgloss.HasDarkBackground()
 
-	m := NewModel(ctx, common.New(), opts, logger)
-	term, err := screen.Open(FPS)
+	c := common.New()
+	if opts.Theme != "" {
+		c.SetTheme(opts.Theme)
+	}
+	m := NewModel(ctx, c, opts, logger)
+	term, err := screen.Open(FPS, opts.Cast)
 	if err != nil {
 		return err
 	}

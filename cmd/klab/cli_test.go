@@ -66,6 +66,8 @@ func TestUsageErrors(t *testing.T) {
 		{"component etcd without --node", []string{"component", "etcd"}, []string{"--node is required"}},
 		{"clock step not a number", []string{"clock", "step", "many"}, []string{`step takes a number of ticks from 1 to 1000, not "many"`}},
 		{"clock speed too slow", []string{"clock", "speed", "1000"}, []string{`speed takes a slowdown from 1 to 100`}},
+		{"unknown theme", []string{"--theme", "neon"}, []string{`--theme "neon" is not a theme; the themes are standard, contrast`}},
+		{"cast without a terminal", []string{"--cast", "lab.cast"}, []string{"klab --cast opens the TUI, which needs a terminal"}},
 		{"clock of nothing", []string{"clock", "pause", "--name", "ghost"}, []string{`there is no cluster "ghost"`}},
 	}
 	for _, tt := range tests {

@@ -30,9 +30,7 @@ func flagUsages(fs *pflag.FlagSet) string {
 // that help texts are rendered in the language current at that moment.
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	spec := lab.DefaultSpec()
-	var lesson string
-	var autoplay bool
-	var pack string
+	var tf tuiFlags
 	root := &cobra.Command{
 		Use:           "klab",
 		Short:         i18n.T("cli.root.short"),
@@ -44,7 +42,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// In a terminal, a bare `klab` opens the TUI; elsewhere (a
 			// pipe, a test) it introduces itself.
-			if ran, err := runTUI(cmd, spec, lesson, autoplay, pack, os.Stdin); ran {
+			if ran, err := runTUI(cmd, spec, tf, os.Stdin); ran {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), i18n.T("cli.intro"))
@@ -52,7 +50,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 			return cmd.Help()
 		},
 	}
-	addTUIFlags(root, &spec, &lesson, &autoplay, &pack)
+	addTUIFlags(root, &spec, &tf)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.CompletionOptions.DisableDefaultCmd = true

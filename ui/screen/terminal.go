@@ -19,12 +19,25 @@ type Terminal struct {
 	out    *os.File
 	ownIn  bool
 	state  *term.State
+	cast   *Cast
 }
 
 // Open takes over the terminal: standard input, or /dev/tty when standard
 // input is not one, in raw mode, and standard output's alternate screen.
-func Open(fps int) (*Terminal, error) {
+// With a cast name, everything shown is also recorded there (Cast).
+func Open(fps int, cast string) (*Terminal, error) {
 	t := &Terminal{In: os.Stdin, out: os.Stdout}
+	var out io.Writer = t.out
+	if cast != "" {
+		w, h, err := term.GetSize(t.out.Fd())
+		if err != nil {
+			w, h = 80, 24
+		}
+		if t.cast, err = CreateCast(cast, w, h); err != nil {
+			return nil, err
+		}
+		out = t.cast.Tee(t.out)
+	}
 	if !term.IsTerminal(t.In.Fd()) {
 		f, err := os.Open("/dev/tty")
 		if err != nil {
@@ -35,10 +48,13 @@ func Open(fps int) (*Terminal, error) {
 	state, err := term.MakeRaw(t.In.Fd())
 	if err != nil {
 		t.closeIn()
+		if t.cast != nil {
+			t.cast.Close()
+		}
 		return nil, i18n.Wrap(err, "ui.err.raw-mode")
 	}
 	t.state = state
-	t.Screen = New(t.out, fps)
+	t.Screen = New(out, fps)
 	if err := t.Screen.Open(); err != nil {
 		t.Close()
 		return nil, err
@@ -58,6 +74,9 @@ func (t *Terminal) WatchSize(ctx context.Context, send func(width, height int)) 
 		defer stop()
 		for {
 			if w, h, err := term.GetSize(t.out.Fd()); err == nil {
+				if t.cast != nil {
+					t.cast.Resize(w, h)
+				}
 				send(w, h)
 			}
 			select {
@@ -82,6 +101,12 @@ func (t *Terminal) Close() error {
 		t.state = nil
 	}
 	t.closeIn()
+	if t.cast != nil {
+		if cerr := t.cast.Close(); err == nil {
+			err = cerr
+		}
+		t.cast = nil
+	}
 	return err
 }
 
