@@ -63,7 +63,7 @@ type Options struct {
 	// cluster is up.
 	Autoplay bool
 	// Record records what the Observer reports to the cluster's state
-	// dir (events.jsonl), for the timeline and klab replay.
+	// dir (events.jsonl.gz), for the timeline and klab replay.
 	Record bool
 	// Theme is the palette the TUI is drawn in (klab --theme); empty is
 	// the standard one.

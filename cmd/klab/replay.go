@@ -12,7 +12,7 @@ import (
 	"github.com/klab-dev/klab/ui/record"
 )
 
-// newReplayCmd is klab replay: a recording (a state dir's events.jsonl)
+// newReplayCmd is klab replay: a recording (a state dir's events.jsonl.gz)
 // drawn as the Raft view was, with no cluster and no Docker.
 func newReplayCmd() *cobra.Command {
 	var (

@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"io"
 	"strings"
@@ -106,4 +107,68 @@ func TestReadRejectsBadLines(t *testing.T) {
 			t.Errorf("Read(%q) = %v, want an error naming the file", in, err)
 		}
 	}
+}
+
+// TestRecordingIsGzipBatches: each batch is a whole gzip member appended
+// to the file, so a recording cut short by a crash in the middle of its
+// last batch still reads, up to the last whole line; it is several times
+// smaller than its lines; and the plain JSON lines of an older recording
+// still read.
+func TestRecordingIsGzipBatches(t *testing.T) {
+	start := time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)
+	info := uitest.Info("rec", 3)
+	var buf bytes.Buffer
+	r := New(nopCloser{&buf}, info, start)
+	obs := election(start)
+	var members []int // where each batch's member ends
+	members = append(members, buf.Len())
+	for i := range obs {
+		if err := r.Record(obs[i : i+1]); err != nil {
+			t.Fatal(err)
+		}
+		members = append(members, buf.Len())
+	}
+	file := buf.Bytes()
+	plain, err := io.ReadAll(mustGzip(t, file))
+	if err != nil {
+		t.Fatalf("the recording is not a gzip stream: %v", err)
+	}
+	if lines := bytes.Count(plain, []byte("\n")); lines != len(obs)+1 {
+		t.Errorf("%d lines, want the header and %d observations", lines, len(obs))
+	}
+	if len(file) >= len(plain) {
+		t.Errorf("gzipped recording %d B is no smaller than its %d B of lines", len(file), len(plain))
+	}
+	// Every batch is its own member: the file cut at a batch's end is a
+	// whole gzip stream.
+	for i, end := range members {
+		zr := mustGzip(t, file[:end])
+		if _, err := io.ReadAll(zr); err != nil {
+			t.Errorf("the recording cut after batch %d does not read as gzip: %v", i, err)
+		}
+	}
+	// A crash in the middle of the last batch's member.
+	last := members[len(members)-2]
+	cut := file[:last+(len(file)-last)/2]
+	sessions, err := Read(bytes.NewReader(cut), "events.jsonl.gz")
+	if err != nil {
+		t.Fatalf("a recording cut in its last batch: %v", err)
+	}
+	if got := len(sessions[0].Observations); got != len(obs)-1 {
+		t.Errorf("cut recording: %d observations, want %d (all but the cut batch)", got, len(obs)-1)
+	}
+	// An older recording: plain JSON lines.
+	sessions, err = Read(bytes.NewReader(plain), "events.jsonl")
+	if err != nil || len(sessions) != 1 || len(sessions[0].Observations) != len(obs) {
+		t.Fatalf("plain JSON lines: %d sessions, %v", len(sessions), err)
+	}
+}
+
+func mustGzip(t *testing.T, b []byte) *gzip.Reader {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return zr
 }
