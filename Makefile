@@ -51,8 +51,10 @@ race:
 ## bench: klab's etcd against real etcd side by side (tables on stdout), a 1 GiB
 ## etcd space quota filled and recovered from (NOSPACE, compaction, defrag), the
 ## API server's latencies (p50/p99), scheduling density, exec round trips and
-## port-forward throughput, the Docker runtime's
-## start/stop times and memory, then the Go benchmarks of every other
+## port-forward throughput, a 10-minute soak under churn (goroutines and heap)
+## and 10,000 idle connections to an API server, the Docker runtime's
+## start/stop times and memory, the workspace's CPU and what recording
+## events.jsonl costs, then the Go benchmarks of every other
 ## package that has some, and last the race detector (make race)
 bench:
 	$(GO) run ./bench/etcd/cmd/etcdbench
@@ -66,10 +68,11 @@ bench:
 	@if docker info >/dev/null 2>&1; then $(MAKE) build && KLAB_BINARY=$(CURDIR)/$(BIN) $(GO) run ./bench/docker/cmd/dockerbench; \
 	else echo "no Docker engine answers: the Docker runtime's figures are skipped"; fi
 	$(MAKE) build
-	KLAB_BINARY=$(CURDIR)/$(BIN) $(GO) run ./bench/ui/cmd/uibench -view raft
+	KLAB_BINARY=$(CURDIR)/$(BIN) $(GO) run ./bench/ui/cmd/uibench -view raft -record
 	KLAB_BINARY=$(CURDIR)/$(BIN) $(GO) run ./bench/ui/cmd/uibench -view overview
 	@pkgs="$$(grep -rl --include='*_test.go' '^func Benchmark' . | xargs -r -n1 dirname | grep -v '^./bench/' | LC_ALL=C sort -u)"; \
 	if [ -n "$$pkgs" ]; then $(GO) test -count=1 -run '^$$' -bench . -benchmem $$pkgs; fi
+	$(GO) run ./bench/soak/cmd/soakbench -for 10m -conns 10000
 	$(MAKE) race
 
 ## lint: go vet, gofmt, and golangci-lint when it is installed

@@ -13,7 +13,19 @@
 // last frame when nothing shown changed: a hidden view's feed), and the
 // same is then measured for the Observer alone, without the TUI.
 //
-//	KLAB_BINARY=bin/klab go run ./bench/ui/cmd/uibench [-for 30s] [-view raft|overview] [-cpuprofile f]
+// With -record it then measures what the workspace's recording costs
+// (events.jsonl.gz, which klab replay and the timeline read): the Observer
+// is read as the workspace reads it, once alone and once with a Recorder
+// writing every batch to a file, for -for each, first on the cluster left
+// alone (steady) and then while another process writes 200 keys a second
+// of 1 KiB to etcd (busy: each write is a proposal, appends to two
+// followers, their answers and a commit, in every member's event stream).
+// The figures are the bytes written per minute, the CPU of this process
+// with the Recorder less without it (getrusage; noisy on a loaded
+// machine), and the time spent inside Record (the encoding and the write;
+// an upper bound of its CPU).
+//
+//	KLAB_BINARY=bin/klab go run ./bench/ui/cmd/uibench [-for 30s] [-view raft|overview] [-record] [-cpuprofile f]
 
 //go:build linux
 
@@ -55,7 +67,11 @@ func run() error {
 	dur := flag.Duration("for", 30*time.Second, "how long the workspace stays idle")
 	view := flag.String("view", "raft", "the view shown: raft or overview")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the workspace's idle time to this file")
+	rec := flag.Bool("record", false, "also measure what recording events.jsonl.gz costs, on the cluster left alone and on a busy one")
 	flag.Parse()
+	if endpoints := os.Getenv(loadEnv); endpoints != "" {
+		return load(endpoints)
+	}
 	if *view != "raft" && *view != "overview" {
 		return fmt.Errorf("-view %q: want raft or overview", *view)
 	}
@@ -111,7 +127,13 @@ func run() error {
 	if err := workspace(client, info, *view, *dur, *cpuprofile); err != nil {
 		return err
 	}
-	return observerOnly(info, *dur)
+	if err := observerOnly(info, *dur); err != nil {
+		return err
+	}
+	if *rec {
+		return recording(info, *dur, home)
+	}
+	return nil
 }
 
 // workspace measures the TUI attached to the cluster.
