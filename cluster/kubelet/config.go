@@ -63,6 +63,10 @@ type Config struct {
 	TLS *tls.Config
 	// CAPool verifies https health URLs of static pods.
 	CAPool *x509.CertPool
+	// RootDir is where the kubelet writes its pods' volumes (upstream's
+	// /var/lib/kubelet): pods/<uid>/volumes/<plugin>/<name>, which the
+	// runtime mounts into containers. Empty: no volume is mounted.
+	RootDir string
 	// StaticPods are the control-plane components of this node, which
 	// the kubelet mirrors into the API.
 	StaticPods []StaticPod

@@ -133,7 +133,7 @@ func (k *Kubelet) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	cfg := cri.ContainerConfig{
 		Name: c.Name, Attempt: attempt, Image: c.Image, StandIn: standIn,
 		Command: expandAll(c.Command, env.lookup), Args: expandAll(c.Args, env.lookup),
-		Env: env.list(), Labels: l,
+		Env: env.list(), Labels: l, Mounts: k.containerMounts(pod, c),
 	}
 	if q, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
 		cfg.MemoryLimit = q.Value()

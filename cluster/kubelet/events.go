@@ -17,6 +17,7 @@ const (
 	eventCreated           = "Created"
 	eventStarted           = "Started"
 	eventFailed            = "Failed"
+	eventFailedMount       = "FailedMount"
 	eventKilling           = "Killing"
 	eventBackOff           = "BackOff"
 	eventPulling           = "Pulling"

@@ -54,6 +54,8 @@ type Kubelet struct {
 	reasons  *reasonCache
 	mirrors  *mirrorManager
 	authn    *tokenAuthenticator
+	// tokens are the service-account tokens of the pods' volumes.
+	tokens *tokenManager
 
 	nodeMu sync.Mutex
 	// node is the Node as the API server last returned it.
@@ -110,6 +112,7 @@ func newKubelet(cfg Config, client kubernetes.Interface, clk clock.WithTicker) *
 		cancel:       cancel,
 	}
 	k.services = newServiceInformer(client)
+	k.tokens = newTokenManager(client, clk)
 	k.life = componentbase.NewLifecycle(k.shutdown)
 	k.workers = newPodWorkers(k)
 	k.probes = newProbeManager(k)

@@ -79,6 +79,15 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker, pod *v1.Pod) (syncR
 		return syncResult{terminal: true}, k.stopPod(ctx, pod, rp)
 	}
 
+	// The volumes first, as upstream waits for them before the sandbox.
+	remount, err := k.mountVolumes(ctx, pod)
+	if err != nil {
+		k.rec.pod(pod, "", v1.EventTypeWarning, eventFailedMount, err.Error())
+		if _, serr := k.statuses.SetPodStatus(ctx, pod, k.podStatus(pod, rp, false)); serr != nil {
+			err = errors.Join(err, serr)
+		}
+		return syncResult{}, err
+	}
 	sandbox, err := k.ensureSandbox(ctx, pod, rp)
 	if err != nil {
 		if _, serr := k.statuses.SetPodStatus(ctx, pod, k.podStatus(pod, rp, false)); serr != nil {
@@ -96,6 +105,7 @@ func (k *Kubelet) syncPod(ctx context.Context, w *podWorker, pod *v1.Pod) (syncR
 			res.requeue = d
 		}
 	}
+	wait(remount)
 	if k.killUnhealthy(ctx, pod, rp) {
 		if rp, err = k.runtimePod(ctx, pod); err != nil {
 			return syncResult{}, err
@@ -299,6 +309,9 @@ func (k *Kubelet) terminatePod(ctx context.Context, pod *v1.Pod, gone bool) erro
 		k.rec.step(pod, "", StepDeleted, "")
 	}
 	if err := k.removeRuntimePod(ctx, rp); err != nil {
+		return err
+	}
+	if err := k.unmountVolumes(pod.UID); err != nil {
 		return err
 	}
 	k.forgetPod(pod)

@@ -335,6 +335,9 @@ type KubeletSpec struct {
 	CPU    string `json:"cpu"`
 	Memory string `json:"memory"`
 	Pods   int    `json:"pods"`
+	// RootDir is where the kubelet writes its pods' volumes (upstream's
+	// /var/lib/kubelet); the runtime fills it in.
+	RootDir string `json:"rootDir,omitempty"`
 	// StaticPods are the node's control-plane components, shown as mirror
 	// pods in kube-system.
 	StaticPods []StaticPodSpec `json:"staticPods,omitempty"`

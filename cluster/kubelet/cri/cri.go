@@ -76,6 +76,18 @@ type ContainerConfig struct {
 	// MilliCPULimit (0: none).
 	MilliCPULimit int64
 	Labels        map[string]string
+	// Mounts are the node's directories the container sees (its volumes:
+	// the service-account token, ConfigMaps, Secrets, emptyDirs).
+	Mounts []Mount
+}
+
+// Mount makes a directory of the node visible in a container at
+// ContainerPath, as the CRI's Mount does. HostPath is a path the kubelet
+// wrote (under its root directory, upstream's /var/lib/kubelet).
+type Mount struct {
+	ContainerPath string
+	HostPath      string
+	ReadOnly      bool
 }
 
 // State is a container's state.

@@ -134,6 +134,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg cri
 	if !sb.ready {
 		return "", fmt.Errorf("create container %s: sandbox %s is not ready", cfg.Name, sandboxID)
 	}
+	if err := mountInRoot(sb.rootDir, cfg.Mounts); err != nil {
+		return "", fmt.Errorf("create container %s: %w", cfg.Name, err)
+	}
 	id := newID()
 	nameKey := sandboxID + "/" + cfg.Name + "/" + strconv.Itoa(cfg.Attempt)
 	if owner, taken := r.names[nameKey]; taken {

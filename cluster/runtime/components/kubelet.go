@@ -39,7 +39,7 @@ func Kubelet(ctx context.Context, node string, spec runtime.KubeletSpec, pods cr
 	k, err := kubelet.New(kubelet.Config{
 		NodeName: node, REST: cfg, Runtime: pods, Speed: timing.Speed(spec.Speed),
 		ControlPlane: spec.ControlPlane, Capacity: capacity, NodeIP: spec.NodeIP, PodCIDR: spec.PodCIDR,
-		Listen: spec.Listen, TLS: tlsCfg, CAPool: p.CertPool(), StaticPods: staticPods(spec.StaticPods), Logger: logger,
+		Listen: spec.Listen, TLS: tlsCfg, CAPool: p.CertPool(), RootDir: spec.RootDir, StaticPods: staticPods(spec.StaticPods), Logger: logger,
 	})
 	if err != nil {
 		return nil, err

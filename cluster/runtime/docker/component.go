@@ -128,7 +128,14 @@ func (r *Runtime) CreateComponent(ctx context.Context, spec runtime.ComponentSpe
 		// The kubelet alone gets the engine's socket: it makes its
 		// pods' containers.
 		hostCfg.Mounts = []mount.Mount{{Type: mount.TypeBind, Source: engineSocket(r.cli), Target: socketInContainer}}
+		kubeletVol, err := r.kubeletVolume(ctx, spec.Ref.Node)
+		if err != nil {
+			return fmt.Errorf("create component %s: %w", spec.Ref, err)
+		}
+		hostCfg.Mounts = append(hostCfg.Mounts, kubeletVol)
 		cfg.Env = []string{
+			EnvKubeletVolume + "=" + kubeletVol.Source,
+			EnvKubeletDir + "=" + kubeletDirInContainer,
 			EnvCluster + "=" + r.opts.Cluster,
 			EnvNode + "=" + spec.Ref.Node,
 			EnvNetwork + "=" + n.name,
@@ -203,6 +210,7 @@ func commandFor(spec runtime.ComponentSpec, nodeCIDR string) (componentRun, erro
 		if nodeCIDR != "" {
 			s.PodCIDR = nodeCIDR
 		}
+		s.RootDir = kubeletDirInContainer
 		name, v = runtime.ComponentKubelet, s
 	case spec.KubeProxy != nil:
 		s := *spec.KubeProxy

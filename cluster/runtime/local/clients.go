@@ -86,6 +86,11 @@ func (r *Runtime) startKubelet(ctx context.Context, ref runtime.Ref, spec runtim
 	if err != nil {
 		return nil, err
 	}
+	if spec.RootDir == "" {
+		// The pods' volumes; containers see them through links in
+		// their filesystems.
+		spec.RootDir = filepath.Join(r.NodeDir(ref.Node), "kubelet")
+	}
 	return r.startBehindGate(ref.Node, func() { pods.Close() }, func(dial components.DialFunc) (components.Process, error) {
 		return components.Kubelet(ctx, ref.Node, spec, pods, dial, logger)
 	})

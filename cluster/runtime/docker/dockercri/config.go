@@ -44,6 +44,11 @@ type Config struct {
 	// empty means klab's, ["/klab", "component", "app"]. A web stand-in
 	// runs it with --stand-in.
 	AppEntrypoint []string
+	// KubeletVolume is the engine's volume that holds the kubelet's root
+	// directory, mounted in the kubelet's container at KubeletDir; the
+	// pods' volumes are bind-mounted from it. Empty: pods get no volumes.
+	KubeletVolume string
+	KubeletDir    string
 	// Logger receives the runtime's own logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -57,6 +62,10 @@ func ConfigFromEnv() (Config, error) {
 		Network:    os.Getenv(EnvNetwork),
 		PodCIDR:    os.Getenv(EnvPodCIDR),
 		PauseImage: os.Getenv(EnvPauseImage),
+		// Optional: a kubelet container made before klab mounted volumes
+		// has neither.
+		KubeletVolume: os.Getenv(EnvKubeletVolume),
+		KubeletDir:    os.Getenv(EnvKubeletDir),
 	}
 	var missing []string
 	for _, v := range []struct{ name, value string }{

@@ -63,9 +63,15 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg cri
 		Resources: container.Resources{
 			NanoCPUs: cfg.MilliCPULimit * 1e6,
 		},
-		// No mounts, no privileges: above all never the engine's socket,
-		// which would give a pod the whole machine.
+		// No privileges, and no mounts but the pod's volumes from the
+		// kubelet's directory: above all never the engine's socket, which
+		// would give a pod the whole machine.
 	}
+	binds, err := r.bindMounts(ctx, cfg.Mounts)
+	if err != nil {
+		return "", fmt.Errorf("create container %s: %w", cfg.Name, err)
+	}
+	host.Mounts = binds
 	if cfg.MemoryLimit > 0 {
 		// Swap as large as the memory: none, so that a container over
 		// its limit is killed instead of swapping.

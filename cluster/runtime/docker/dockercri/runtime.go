@@ -35,6 +35,8 @@ type Runtime struct {
 	podCIDR netip.Prefix
 	docker  *client.Client
 	logger  *slog.Logger
+	// kubeletVol is where the engine keeps the kubelet's volume.
+	kubeletVol kubeletVolume
 	// sandboxMu makes choosing a sandbox's address and starting the
 	// sandbox one step, so that two sandboxes never pick the same free
 	// address.
