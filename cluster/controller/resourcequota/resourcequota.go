@@ -258,6 +258,9 @@ func (rq *Controller) objects(ctx context.Context, gr schema.GroupResource, name
 	if list, ok := rq.counted[gr]; ok {
 		return list(namespace)
 	}
+	if rq.metadata == nil {
+		return nil, fmt.Errorf("no metadata client to count %s", gr)
+	}
 	gvr, err := rq.preferredVersion(gr)
 	if err != nil {
 		return nil, nil // not served: none exist
