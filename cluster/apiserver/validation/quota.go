@@ -85,7 +85,7 @@ func validateQuotaScopes(spec *corev1.ResourceQuotaSpec, fldPath *field.Path) fi
 		}
 		for name := range spec.Hard {
 			if !podScopedQuotaResources[name] && !(scope == corev1.ResourceQuotaScopePriorityClass && (isQuotaHugePages(name) || strings.Contains(string(name), "/"))) {
-				allErrs = append(allErrs, field.Invalid(fldPath.Child("hard"), spec.Hard, fmt.Sprintf("unsupported scope applied to resource")))
+				allErrs = append(allErrs, field.Invalid(fldPath.Child("hard"), spec.Hard, "unsupported scope applied to resource"))
 				break
 			}
 		}
