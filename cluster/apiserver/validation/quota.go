@@ -84,7 +84,12 @@ func validateQuotaScopes(spec *corev1.ResourceQuotaSpec, fldPath *field.Path) fi
 			return
 		}
 		for name := range spec.Hard {
-			if !podScopedQuotaResources[name] && !(scope == corev1.ResourceQuotaScopePriorityClass && (isQuotaHugePages(name) || strings.Contains(string(name), "/"))) {
+			valid := name == corev1.ResourcePods || name == "count/pods"
+			if scope != corev1.ResourceQuotaScopeBestEffort {
+				// A BestEffort pod asks for nothing but to exist.
+				valid = valid || podScopedQuotaResources[name]
+			}
+			if !valid {
 				allErrs = append(allErrs, field.Invalid(fldPath.Child("hard"), spec.Hard, "unsupported scope applied to resource"))
 				break
 			}
