@@ -290,6 +290,11 @@ func (s *Server) updateObject(ctx context.Context, req *request, newObject func(
 		if errs := validateUpdate(res, sub, obj, current); len(errs) > 0 {
 			return nil, apierrors.NewInvalid(res.GVK().GroupKind(), req.info.name, errs)
 		}
+		if sub == "" {
+			if err := s.admitQuotaUpdate(ctx, res, obj, current, dryRun); err != nil {
+				return nil, err
+			}
+		}
 		if err := s.checkEscalation(req, obj, current); err != nil {
 			return nil, err
 		}

@@ -43,6 +43,24 @@ var errQuotaMoved = errors.New("quota changed")
 
 // admitQuota charges a new object to its namespace's quotas.
 func (s *Server) admitQuota(ctx context.Context, res *registry.Resource, obj runtime.Object, name, namespace string, dryRun bool) error {
+	return s.chargeQuota(ctx, res, obj, nil, name, namespace, dryRun)
+}
+
+// admitQuotaUpdate charges what an update adds to a Service's usage (a
+// ClusterIP Service that becomes a NodePort or LoadBalancer one), as
+// upstream's service evaluator; the other kinds' quota usage does not
+// change on update.
+func (s *Server) admitQuotaUpdate(ctx context.Context, res *registry.Resource, obj, old runtime.Object, dryRun bool) error {
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return nil
+	}
+	return s.chargeQuota(ctx, res, obj, old, svc.Name, svc.Namespace, dryRun)
+}
+
+// chargeQuota charges obj (or, on an update, what it adds to old) to the
+// namespace's quotas.
+func (s *Server) chargeQuota(ctx context.Context, res *registry.Resource, obj, old runtime.Object, name, namespace string, dryRun bool) error {
 	gr := res.GroupResource()
 	if !res.Namespaced || namespace == "" || quotaIgnored[gr] {
 		return nil
@@ -57,7 +75,7 @@ func (s *Server) admitQuota(ctx context.Context, res *registry.Resource, obj run
 		if len(quotas) == 0 {
 			return nil
 		}
-		charges, err := quotaCharges(quotas, gr, obj)
+		charges, err := quotaCharges(quotas, gr, obj, old)
 		if err != nil {
 			return apierrors.NewForbidden(gr, name, err)
 		}
@@ -79,7 +97,7 @@ func (s *Server) admitQuota(ctx context.Context, res *registry.Resource, obj run
 // what obj adds to its usage, and refuses obj as upstream's CheckRequest
 // does: a container that does not state a constrained resource, a quota
 // whose usage is not yet known, or usage that would exceed the hard limit.
-func quotaCharges(quotas []corev1.ResourceQuota, gr schema.GroupResource, obj runtime.Object) (map[int]corev1.ResourceList, error) {
+func quotaCharges(quotas []corev1.ResourceQuota, gr schema.GroupResource, obj, old runtime.Object) (map[int]corev1.ResourceList, error) {
 	var matching []int
 	for i := range quotas {
 		q := &quotas[i]
@@ -120,10 +138,22 @@ func quotaCharges(quotas []corev1.ResourceQuota, gr schema.GroupResource, obj ru
 		slices.Sort(negative)
 		return nil, fmt.Errorf("quota usage is negative for resource(s): %s", strings.Join(negative, ","))
 	}
-	usage = quota.RemoveZeros(usage)
 	charges := map[int]corev1.ResourceList{}
 	for _, i := range matching {
-		requested := quota.Mask(usage, quota.ResourceNames(quotas[i].Status.Hard))
+		charge := usage
+		if old != nil {
+			// A quota that counted the object before is charged only
+			// for what it grows by.
+			if was, err := quota.Matches(&quotas[i], gr, old); err == nil && was {
+				charge = quota.Subtract(usage, quota.Usage(gr, old))
+				for k, v := range charge {
+					if v.Sign() < 0 {
+						delete(charge, k)
+					}
+				}
+			}
+		}
+		requested := quota.Mask(quota.RemoveZeros(charge), quota.ResourceNames(quotas[i].Status.Hard))
 		if len(requested) == 0 {
 			continue
 		}

@@ -145,4 +145,37 @@ func TestAgainstAPIServer(t *testing.T) {
 	}
 	wait("objects", "configmaps=1/1 count/deployments.apps=0/1")
 	controllertest.Create(t, deployments.Create, deploy("api"))
+
+	// Node ports: a Service turned NodePort is charged on update.
+	controllertest.Create(t, quotas.Create, &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "ports", Namespace: ns},
+		Spec:       corev1.ResourceQuotaSpec{Hard: resources("services.nodeports", "1")},
+	})
+	wait("ports", "services.nodeports=0/1")
+	services := c.Client.CoreV1().Services(ns)
+	svc := controllertest.Create(t, services.Create, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}, {Name: "https", Port: 443}}},
+	})
+	svc.Spec.Type = corev1.ServiceTypeNodePort
+	_, err = services.Update(ctx, svc, metav1.UpdateOptions{})
+	want = `services "web" is forbidden: exceeded quota: ports, requested: services.nodeports=2, used: services.nodeports=0, limited: services.nodeports=1`
+	if !apierrors.IsForbidden(err) || err.Error() != want {
+		t.Errorf("service to NodePort with two ports: %v\nwant %s", err, want)
+	}
+	svc, err = services.Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Spec.Type = corev1.ServiceTypeNodePort
+	svc.Spec.Ports = svc.Spec.Ports[:1]
+	if _, err = services.Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("service to NodePort with one port: %v", err)
+	}
+	wait("ports", "services.nodeports=1/1")
+	// Deleting it gives its port back.
+	if err := services.Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wait("ports", "services.nodeports=0/1")
 }

@@ -132,6 +132,15 @@ func newController(c controllerctx.Context) (*Controller, error) {
 		funcs := cache.ResourceEventHandlerFuncs{
 			DeleteFunc: func(obj any) { rq.replenish(gr, obj) },
 		}
+		if gr.Resource == "services" {
+			// A Service that stops being a NodePort or LoadBalancer one
+			// gives its ports back.
+			funcs.UpdateFunc = func(old, cur any) {
+				if !quota.Equals(quota.Usage(gr, old.(runtime.Object)), quota.Usage(gr, cur.(runtime.Object))) {
+					rq.replenish(gr, cur)
+				}
+			}
+		}
 		if gr.Resource == "pods" {
 			// A pod that finished gives its compute resources back.
 			funcs.UpdateFunc = func(old, cur any) {
