@@ -73,6 +73,8 @@ func prepareForCreate(res *registry.Resource, obj runtime.Object) {
 		o.Status = policyv1.PodDisruptionBudgetStatus{}
 	case *certificatesv1.CertificateSigningRequest:
 		o.Status = certificatesv1.CertificateSigningRequestStatus{}
+	case *corev1.ResourceQuota:
+		o.Status = corev1.ResourceQuotaStatus{}
 	}
 	defaults.Default(obj)
 }
@@ -220,7 +222,11 @@ func (s *Server) admitCreate(ctx context.Context, res *registry.Resource, obj ru
 	addToleration(pod, corev1.TaintNodeNotReady)
 	addToleration(pod, corev1.TaintNodeUnreachable)
 	// Priority (priority.go).
-	return s.admitPodPriority(ctx, res, pod)
+	if err := s.admitPodPriority(ctx, res, pod); err != nil {
+		return err
+	}
+	// LimitRanger (limitrange.go).
+	return s.admitLimitRanges(ctx, res, pod)
 }
 
 func addToleration(pod *corev1.Pod, key string) {

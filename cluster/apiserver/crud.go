@@ -165,6 +165,10 @@ func (s *Server) createObject(ctx context.Context, res *registry.Resource, names
 		if errs := validateCreate(obj); len(errs) > 0 {
 			return nil, apierrors.NewInvalid(res.GVK().GroupKind(), m.GetName(), errs)
 		}
+		// ResourceQuota, a validating plugin (resourcequota.go).
+		if err := s.admitQuota(ctx, res, obj, m.GetName(), m.GetNamespace(), dryRun); err != nil {
+			return nil, err
+		}
 		release, err := s.allocate(ctx, res, obj, nil, dryRun)
 		if err != nil {
 			return nil, err
@@ -285,6 +289,11 @@ func (s *Server) updateObject(ctx context.Context, req *request, newObject func(
 		}
 		if errs := validateUpdate(res, sub, obj, current); len(errs) > 0 {
 			return nil, apierrors.NewInvalid(res.GVK().GroupKind(), req.info.name, errs)
+		}
+		if sub == "" {
+			if err := s.admitQuotaUpdate(ctx, res, obj, current, dryRun); err != nil {
+				return nil, err
+			}
 		}
 		if err := s.checkEscalation(req, obj, current); err != nil {
 			return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/klab-dev/klab/cluster/controller/namespace"
 	"github.com/klab-dev/klab/cluster/controller/nodelifecycle"
 	"github.com/klab-dev/klab/cluster/controller/replicaset"
+	"github.com/klab-dev/klab/cluster/controller/resourcequota"
 	"github.com/klab-dev/klab/cluster/controller/rootcacertpublisher"
 	"github.com/klab-dev/klab/cluster/controller/serviceaccount"
 	"github.com/klab-dev/klab/cluster/controller/statefulset"
@@ -37,6 +38,7 @@ var initFuncs = map[string]controllerctx.InitFunc{
 	job.Name:                        job.Init,
 	disruption.Name:                 disruption.Init,
 	cronjob.Name:                    cronjob.Init,
+	resourcequota.Name:              resourcequota.Init,
 	clusterroleaggregation.Name:     clusterroleaggregation.Init,
 	csrsigning.Name:                 csrsigning.Init,
 	rootcacertpublisher.Name:        rootcacertpublisher.Init,
@@ -57,6 +59,7 @@ var concurrentSyncs = map[string]int{
 	"statefulset":                   5,  // --concurrent-statefulset-syncs
 	disruption.Name:                 1,  // one worker, as upstream starts
 	namespace.Name:                  10, // --concurrent-namespace-syncs
+	resourcequota.Name:              5,  // --concurrent-resource-quota-syncs
 	serviceaccount.Name:             1,  // the manager starts one worker
 	nodelifecycle.Name:              8,  // nodeUpdateWorkerSize
 	nodelifecycle.TaintEvictionName: 8,  // UpdateWorkerSize

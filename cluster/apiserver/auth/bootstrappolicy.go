@@ -306,6 +306,7 @@ const (
 	StatefulSetController    = "statefulset-controller"
 	DisruptionController     = "disruption-controller"
 	CronJobController        = "cronjob-controller"
+	ResourceQuotaController  = "resourcequota-controller"
 	CertificateController    = "certificate-controller"
 	RootCACertPublisher      = "root-ca-cert-publisher"
 )
@@ -415,6 +416,12 @@ func controllerRoles() []rbacv1.ClusterRole {
 			rule(v("update"), g(policyGroup), "poddisruptionbudgets/status"),
 			rule(v("patch", "update"), g(coreGroup), "pods/status"),
 			rule(v("get"), g("*"), "*/scale"),
+			eventsRule(),
+		),
+		c(ResourceQuotaController,
+			// Quota counts objects of any resource, so it sees them all.
+			rule(v("list", "watch"), g("*"), "*"),
+			rule(v("update"), g(coreGroup), "resourcequotas/status"),
 			eventsRule(),
 		),
 		c(CronJobController,

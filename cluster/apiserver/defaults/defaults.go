@@ -35,6 +35,8 @@ func Default(obj runtime.Object) {
 		defaultNode(o)
 	case *corev1.Secret:
 		defaultSecret(o)
+	case *corev1.LimitRange:
+		defaultLimitRange(o)
 	case *corev1.ConfigMap:
 		// Upstream makes data an empty map. It is invisible on the wire
 		// (omitempty), but it keeps a decoded object equal to a stored one.

@@ -49,6 +49,10 @@ func ValidateCreate(obj runtime.Object) field.ErrorList {
 		allErrs = validateSecret(o)
 	case *corev1.ServiceAccount:
 		allErrs = validateObjectMeta(&o.ObjectMeta, true, nameIsDNSSubdomain)
+	case *corev1.ResourceQuota:
+		allErrs = validateResourceQuota(o)
+	case *corev1.LimitRange:
+		allErrs = validateLimitRange(o)
 	case *corev1.Event:
 		allErrs = validateCoreEvent(o)
 	case *eventsv1.Event:
@@ -125,6 +129,10 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		return withOld(o, old, validateSecretUpdate)
 	case *corev1.ServiceAccount:
 		return withOld(o, old, validateServiceAccountUpdate)
+	case *corev1.ResourceQuota:
+		return withOld(o, old, validateResourceQuotaUpdate)
+	case *corev1.LimitRange:
+		return withOld(o, old, validateLimitRangeUpdate)
 	case *corev1.Event:
 		return withOld(o, old, validateCoreEventUpdate)
 	case *eventsv1.Event:
@@ -178,6 +186,8 @@ func ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList {
 		return withOld(o, old, validateServiceStatusUpdate)
 	case *corev1.Namespace:
 		return withOld(o, old, validateNamespaceStatusUpdate)
+	case *corev1.ResourceQuota:
+		return withOld(o, old, validateResourceQuotaStatusUpdate)
 	case *corev1.Node:
 		// Upstream checks a Node's status write exactly like an update.
 		return withOld(o, old, validateNodeUpdate)

@@ -97,6 +97,7 @@ func StartCluster(t *testing.T, inits ...controllerctx.InitFunc) *Cluster {
 		factory.Batch().V1().CronJobs().Informer(),
 		factory.Policy().V1().PodDisruptionBudgets().Informer(),
 		factory.Core().V1().Events().Informer(),
+		factory.Core().V1().ResourceQuotas().Informer(),
 	} {
 		if _, err := inf.AddEventHandler(handler); err != nil {
 			t.Fatal(err)
