@@ -15,9 +15,12 @@ package etcd_test
 import (
 	"fmt"
 	"hash/fnv"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -327,4 +330,65 @@ func wDescribe(in wInput, out wOutput) string {
 		return fmt.Sprintf("%s -> %d @%d", op, out.Deleted, out.Rev)
 	}
 	return fmt.Sprintf("%s -> @%d", op, out.Rev)
+}
+
+// TestLinearizabilityWideModel makes sure wideModel refuses the histories
+// TestLinearizabilityWide relies on it to refuse, and accepts the legal
+// ones it would otherwise flag.
+func TestLinearizabilityWideModel(t *testing.T) {
+	op := func(client int, call, ret int64, in wInput, out wOutput) porcupine.Operation {
+		if ret == math.MaxInt64 {
+			out.Unknown = true
+		}
+		return porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret}
+	}
+	put := func(c int, call, ret int64, k int, v string, lease, rev int64) porcupine.Operation {
+		return op(c, call, ret, wInput{Op: wPut, Key: k, Val: v, Lease: lease}, wOutput{Rev: rev})
+	}
+	get := func(c int, call, ret int64, k int, kv wKV, rev int64) porcupine.Operation {
+		return op(c, call, ret, wInput{Op: wGet, Key: k}, wOutput{Rev: rev, KV: kv})
+	}
+	kv := func(v string, ver, create, mod, lease int64) wKV {
+		return wKV{Val: v, Ver: ver, Create: create, Mod: mod, Lease: lease}
+	}
+	grant := func(c int, call, ret, id int64) porcupine.Operation {
+		return op(c, call, ret, wInput{Op: wGrant, Lease: id}, wOutput{})
+	}
+	revoke := func(c int, call, ret, id int64, notFound bool) porcupine.Operation {
+		return op(c, call, ret, wInput{Op: wRevoke, Lease: id}, wOutput{LeaseNotFound: notFound})
+	}
+	tests := []struct {
+		name string
+		ops  []porcupine.Operation
+		want porcupine.CheckResult
+	}{
+		{"read after write", []porcupine.Operation{put(0, 0, 10, 0, "a", 0, 2), get(1, 20, 30, 0, kv("a", 1, 2, 2, 0), 2)}, porcupine.Ok},
+		{"stale read after write", []porcupine.Operation{put(0, 0, 10, 0, "a", 0, 2), get(1, 20, 30, 0, wKV{}, 1)}, porcupine.Illegal},
+		{"read with the wrong revision", []porcupine.Operation{put(0, 0, 10, 0, "a", 0, 2), get(1, 20, 30, 0, kv("a", 1, 2, 2, 0), 3)}, porcupine.Illegal},
+		{"two writes at one revision", []porcupine.Operation{put(0, 0, 10, 0, "a", 0, 2), put(1, 0, 10, 1, "b", 0, 2)}, porcupine.Illegal},
+		{"version counted", []porcupine.Operation{put(0, 0, 10, 0, "a", 0, 2), put(0, 11, 20, 0, "b", 0, 3), get(1, 30, 40, 0, kv("b", 1, 3, 3, 0), 3)}, porcupine.Illegal},
+		{"delete of a missing key keeps the revision", []porcupine.Operation{op(0, 0, 10, wInput{Op: wDelete, Key: 1}, wOutput{Rev: 1}), put(0, 11, 20, 1, "a", 0, 2)}, porcupine.Ok},
+		{"unknown delete may have happened", []porcupine.Operation{put(0, 0, 10, 0, "a", 0, 2), op(1, 11, math.MaxInt64, wInput{Op: wDelete, Key: 0}, wOutput{}), get(2, 20, 30, 0, wKV{}, 3)}, porcupine.Ok},
+		{"unknown delete may not have happened", []porcupine.Operation{put(0, 0, 10, 0, "a", 0, 2), op(1, 11, math.MaxInt64, wInput{Op: wDelete, Key: 0}, wOutput{}), get(2, 20, 30, 0, kv("a", 1, 2, 2, 0), 2)}, porcupine.Ok},
+		{"cas whose compare held", []porcupine.Operation{put(0, 0, 10, 0, "a", 0, 2),
+			op(1, 20, 30, wInput{Op: wTxn, Key: 0, Key2: 1, Val: "t", Mod: 2, Mod2: 0}, wOutput{Rev: 3, Succeeded: true}),
+			get(2, 40, 50, 1, kv("t'", 1, 3, 3, 0), 3)}, porcupine.Ok},
+		{"cas succeeding on a stale mod revision", []porcupine.Operation{put(0, 0, 10, 0, "a", 0, 2), put(0, 11, 20, 0, "b", 0, 3),
+			op(1, 30, 40, wInput{Op: wTxn, Key: 0, Key2: 1, Val: "t", Mod: 2, Mod2: 0}, wOutput{Rev: 4, Succeeded: true})}, porcupine.Illegal},
+		{"put with a revoked lease", []porcupine.Operation{grant(0, 0, 10, 2), revoke(0, 11, 20, 2, false), put(0, 21, 30, 0, "a", 2, 2)}, porcupine.Illegal},
+		{"revoke deletes the lease's keys", []porcupine.Operation{grant(0, 0, 10, 2), put(0, 11, 20, 0, "a", 2, 2), revoke(0, 21, 30, 2, false),
+			get(1, 31, 40, 0, kv("a", 1, 2, 2, 2), 2)}, porcupine.Illegal},
+		{"put with an expired lease", []porcupine.Operation{grant(0, 0, 10, 3), put(0, 11, 20, 0, "a", 3, 2), get(1, 31, 40, 0, wKV{}, 3),
+			put(0, 41, 50, 1, "b", 3, 4)}, porcupine.Illegal},
+		{"expiry deletes the keys", []porcupine.Operation{grant(0, 0, 10, 3), put(0, 11, 20, 0, "a", 3, 2), get(1, 31, 40, 0, wKV{}, 3),
+			op(0, 41, 50, wInput{Op: wPut, Key: 1, Val: "b", Lease: 3}, wOutput{LeaseNotFound: true})}, porcupine.Ok},
+		{"a long lease does not expire", []porcupine.Operation{grant(0, 0, 10, 2), put(0, 11, 20, 0, "a", 2, 2), get(1, 31, 40, 0, wKV{}, 3)}, porcupine.Illegal},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := porcupine.CheckOperationsTimeout(wideModel(1), tt.ops, 5*time.Second); got != tt.want {
+				t.Errorf("check = %s, want %s", got, tt.want)
+			}
+		})
+	}
 }
