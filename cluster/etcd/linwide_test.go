@@ -428,8 +428,8 @@ type wClient struct {
 	lid      *atomic.Int64
 	mods     [wKeys]int64 // the mod revision this client last saw per key
 	own      int64        // a long lease this client holds, or 0
-	stop     <-chan struct{}
 	short    int64        // an expiring lease this client attached a key to, or 0
+	stop     <-chan struct{}
 }
 
 func (c *wClient) run(stop <-chan struct{}) {
