@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"runtime"
 	"testing"
 
 	"go.etcd.io/raft/v3/raftpb"
@@ -126,4 +127,23 @@ func FuzzDecode(f *testing.F) {
 			consumed += frameHeaderSize + int(binary.BigEndian.Uint64(in[consumed:]))
 		}
 	})
+}
+
+// TestCodecDeclaredLengthAllocatesNothing: a frame header that declares a
+// frame just under the limit, with nothing after it, fails without the
+// decoder allocating the declared size (found by FuzzDecode, whose worker
+// died allocating 510 MiB per input).
+func TestCodecDeclaredLengthAllocatesNothing(t *testing.T) {
+	stream := binary.BigEndian.AppendUint64(nil, frameLimit-1)
+	stream = append(stream, 1, 2, 3)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := newDecoder(bytes.NewReader(stream)).decode()
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("error %v, want %v", err, io.ErrUnexpectedEOF)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 8<<20 {
+		t.Errorf("decoding a 3-byte frame that claims %d bytes allocated %d bytes", frameLimit-1, got)
+	}
 }
