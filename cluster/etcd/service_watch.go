@@ -5,6 +5,7 @@ import (
 	"io"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
 	"github.com/klab-dev/klab/cluster/etcd/mvcc"
 )
@@ -35,7 +36,10 @@ func (s *watchServer) Watch(stream pb.Watch_WatchServer) error {
 	case <-stream.Context().Done():
 		return stream.Context().Err()
 	case <-s.m.stopc:
-		return ErrStopped
+		// Unavailable, as etcd's stopping server ends its streams: clientv3
+		// then resumes the watch on another member (or this one once it is
+		// back) from the next revision. Any other code halts the watch.
+		return rpctypes.ErrGRPCStopped
 	}
 }
 

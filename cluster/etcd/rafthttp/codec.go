@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -14,6 +15,10 @@ import (
 // readBytesLimit does, so that a corrupt length prefix cannot make the
 // receiver allocate without end.
 const frameLimit = 512 * 1024 * 1024
+
+// readChunk is how much of a frame the decoder reads (and allocates room
+// for) at a time.
+const readChunk = 1 << 20
 
 // frameHeaderSize is the size of the big-endian length prefix of a frame,
 // the same framing as etcd's messageEncoder.
@@ -54,16 +59,24 @@ func (d *decoder) decode() (*raftpb.Message, error) {
 	if n > frameLimit {
 		return nil, fmt.Errorf("raft message of %d bytes exceeds the limit of %d bytes", n, frameLimit)
 	}
-	if uint64(cap(d.buf)) < n {
-		d.buf = make([]byte, n)
-	}
-	d.buf = d.buf[:n]
-	if _, err := io.ReadFull(d.r, d.buf); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+	// The buffer grows with the bytes that arrive, not with the length the
+	// sender declared: eight bytes claiming a 500 MiB frame must not make
+	// the member allocate 500 MiB (the fuzzer's worker died of it). Growth
+	// by slices.Grow keeps the copying amortised for a real large MsgApp.
+	buf := d.buf[:0]
+	for uint64(len(buf)) < n {
+		chunk := int(min(n-uint64(len(buf)), readChunk))
+		buf = slices.Grow(buf, chunk)
+		got, err := io.ReadFull(d.r, buf[len(buf):len(buf)+chunk])
+		buf = buf[:len(buf)+got]
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
 		}
-		return nil, err
 	}
+	d.buf = buf
 	m := &raftpb.Message{}
 	if err := proto.Unmarshal(d.buf, m); err != nil {
 		return nil, fmt.Errorf("unmarshal raft message: %w", err)
