@@ -64,6 +64,9 @@ type Options struct {
 	// Record records what the Observer reports to the cluster's state
 	// dir (events.jsonl), for the timeline and klab replay.
 	Record bool
+	// StepSnapshots takes an etcd snapshot as each lesson step starts and
+	// offers to reset the cluster to one (R, klab reset --step).
+	StepSnapshots bool
 	// Pack is a folder of lessons (klab --lessons <dir>) listed after the
 	// built-in ones. A pack with problems adds none of its lessons; the
 	// home screen lists the problems, each at its file and line.

@@ -44,12 +44,13 @@ func runTUI(cmd *cobra.Command, spec lab.Spec, lesson string, autoplay bool, pac
 		return true, i18n.NewError("cli.err.autoplay-needs-lesson")
 	}
 	return true, ui.Run(cmd.Context(), ui.Options{
-		Spec:     spec,
-		Out:      cmd.OutOrStdout(),
-		Lesson:   lesson,
-		Autoplay: autoplay,
-		Record:   true,
-		Pack:     pack,
-		Run:      cmdline.Runner(newRunner("")),
+		Spec:          spec,
+		Out:           cmd.OutOrStdout(),
+		Lesson:        lesson,
+		Autoplay:      autoplay,
+		Record:        true,
+		StepSnapshots: true,
+		Pack:          pack,
+		Run:           cmdline.Runner(newRunner("")),
 	})
 }
