@@ -16,7 +16,12 @@ import (
 )
 
 // feedMsg carries what the lesson feed observed since the last one.
-type feedMsg struct{ batch []lessons.Observation }
+// from is the feed that sent it: a reset replaces the feed, and a batch
+// of the old one is dropped.
+type feedMsg struct {
+	batch []lessons.Observation
+	from  LessonFeed
+}
 
 // feedClosedMsg says the lesson feed ended.
 type feedClosedMsg struct{}
@@ -32,7 +37,7 @@ func waitFeed(f LessonFeed) tea.Cmd {
 		if !ok {
 			return feedClosedMsg{}
 		}
-		return feedMsg{batch: batch}
+		return feedMsg{batch: batch, from: f}
 	}
 }
 

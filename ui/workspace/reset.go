@@ -9,6 +9,7 @@ import (
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/lessons"
 )
 
 // Reset to a step: as each lesson step starts, the workspace takes an etcd
@@ -152,7 +153,17 @@ func (m *Model) reopen(i int, res *lab.RestoreResult, info *lab.Info) tea.Cmd {
 	if info != nil {
 		m.info = info
 	}
-	cmd := m.beginStep(i)
+	// What the lesson knew of the cluster is of the history undone: the
+	// evaluator starts empty and the feed lists and watches the restored
+	// cluster afresh, as the API servers and controllers do.
+	m.eval = lessons.NewEvaluator()
+	var feed tea.Cmd
+	if m.feed != nil && m.opts.StartFeed != nil && m.ctx != nil {
+		m.feed.Close()
+		m.feed = m.opts.StartFeed(m.ctx, m.info)
+		feed = waitFeed(m.feed)
+	}
+	cmd := tea.Batch(m.beginStep(i), feed)
 	if res != nil {
 		m.status = status{msg: i18n.M("ui.ws.reset", i+1, l.Steps[i].Title, res.Elapsed.Round(10*time.Millisecond).String(), res.ClusterID, res.Term)}
 	}

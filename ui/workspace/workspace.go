@@ -97,6 +97,8 @@ type Model struct {
 	active time.Time
 
 	opts Options
+	// ctx is the workspace's, from Start until Stop.
+	ctx  context.Context
 	pane *lesson.Pane
 	auto autoplay
 	// presenter is the presenter layout: the live view on the whole
@@ -191,6 +193,7 @@ func New(c *common.Common, l labio.Lab, st *labstate.State, opts Options) *Model
 // that read it and ask the runtime for the components' states.
 func (m *Model) Start(ctx context.Context) tea.Cmd {
 	ctx, m.stop = context.WithCancel(ctx)
+	m.ctx = ctx
 	obs := lab.NewObserver(m.info.Members, lab.ObserverOptions{})
 	go obs.Run(ctx)
 	m.obs, m.observe, m.news = obs, obs.Observations(), obs.News()
@@ -400,6 +403,9 @@ func (m *Model) update(msg tea.Msg) (*Model, tea.Cmd) {
 			cmds = append(cmds, m.components())
 		}
 	case feedMsg:
+		if msg.from != m.feed {
+			break
+		}
 		for _, lo := range msg.batch {
 			cmds = append(cmds, m.judge(lo))
 		}
