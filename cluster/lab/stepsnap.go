@@ -191,16 +191,16 @@ func ResetToStep(ctx context.Context, name, lesson, step string, later []string)
 	if err != nil {
 		return nil, err
 	}
+	snap, ok := StepSnapshot(name, lesson, step)
+	if !ok {
+		return nil, i18n.NewError("reset.err.no-snapshot", lesson, step, name)
+	}
 	if info.Runtime != RuntimeDocker {
 		// A local lab runs inside a klab process; nothing answers on its
 		// socket when it is stopped.
 		if _, err := Connect(ctx, name); err != nil {
 			return nil, err
 		}
-	}
-	snap, ok := StepSnapshot(name, lesson, step)
-	if !ok {
-		return nil, i18n.NewError("reset.err.no-snapshot", lesson, step, name)
 	}
 	res, err := Restore(ctx, name, snap.Path)
 	if err != nil {
