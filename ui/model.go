@@ -152,10 +152,11 @@ func (m *Model) openWorkspace(l labio.Lab) tea.Cmd {
 	info := l.Info()
 	m.home.Ready()
 	wopts := workspace.Options{
-		Progress:  m.opts.Progress,
-		Run:       m.opts.Run,
-		StartFeed: m.opts.StartFeed,
-		Convert:   m.opts.Convert,
+		Progress:      m.opts.Progress,
+		Run:           m.opts.Run,
+		StartFeed:     m.opts.StartFeed,
+		Convert:       m.opts.Convert,
+		StepSnapshots: m.opts.StepSnapshots,
 	}
 	if m.opts.Views != nil {
 		wopts.Views = m.opts.Views(m.c)

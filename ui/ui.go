@@ -71,6 +71,9 @@ type Options struct {
 	// Cast records the session to this file in the asciicast v2 format
 	// (klab --cast).
 	Cast string
+	// StepSnapshots takes an etcd snapshot as each lesson step starts and
+	// offers to reset the cluster to one (R, klab reset --step).
+	StepSnapshots bool
 	// Pack is a folder of lessons (klab --lessons <dir>) listed after the
 	// built-in ones. A pack with problems adds none of its lessons; the
 	// home screen lists the problems, each at its file and line.

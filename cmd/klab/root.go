@@ -86,6 +86,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newTrafficCmd(),
 		newEtcdctlCmd(),
 		newSnapshotCmd(),
+		newResetCmd(),
 		newKubectlCmd(),
 		newLessonsCmd(),
 		newComponentCmd(),

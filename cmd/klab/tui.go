@@ -62,15 +62,16 @@ func runTUI(cmd *cobra.Command, spec lab.Spec, f tuiFlags, in *os.File) (bool, e
 		return true, i18n.NewError("cli.err.autoplay-needs-lesson")
 	}
 	return true, ui.Run(cmd.Context(), ui.Options{
-		Spec:     spec,
-		Out:      cmd.OutOrStdout(),
-		Lesson:   f.lesson,
-		Autoplay: f.autoplay,
-		Record:   true,
-		Pack:     f.pack,
-		Theme:    theme,
-		Cast:     f.cast,
-		Run:      cmdline.Runner(newRunner("")),
+		Spec:          spec,
+		Out:           cmd.OutOrStdout(),
+		Lesson:        f.lesson,
+		Autoplay:      f.autoplay,
+		Record:        true,
+		StepSnapshots: true,
+		Pack:          f.pack,
+		Theme:         theme,
+		Cast:          f.cast,
+		Run:           cmdline.Runner(newRunner("")),
 	})
 }
 

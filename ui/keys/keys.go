@@ -32,6 +32,8 @@ type KeyMap struct {
 	// Autoplay plays the lesson, pauses it and resumes it; Presenter
 	// switches the presenter layout on and off.
 	Autoplay, Presenter key.Binding
+	// ResetStep brings the cluster back to the start of a lesson step.
+	ResetStep key.Binding
 
 	// Raft clock.
 	Pause, Step, Slower, Faster key.Binding
@@ -85,6 +87,7 @@ func Default() *KeyMap {
 		Solution:  b([]string{"s"}, "s", "ui.key.solution"),
 		Autoplay:  b([]string{"A"}, "A", "ui.key.autoplay"),
 		Presenter: b([]string{"P"}, "P", "ui.key.presenter"),
+		ResetStep: b([]string{"R"}, "R", "ui.key.reset-step"),
 
 		Pause:  b([]string{" "}, "space", "ui.key.pause"),
 		Step:   b([]string{"."}, ".", "ui.key.step"),

@@ -90,6 +90,9 @@ func (m *Model) updateDialog(msg tea.KeyMsg) tea.Cmd {
 		if d.action == "predict" {
 			return m.answer(d.cursor)
 		}
+		if d.action == "reset" {
+			return m.resetTo(d.cursor)
+		}
 		name := d.options[d.cursor]
 		if d.action == "partition" {
 			return m.partition(name)
@@ -201,7 +204,7 @@ func (d *dialog) render(m *Model, width int) string {
 		lines = append(lines, s.Dialog.Title.Render(common.Fit(i18n.T(d.title), w)), "")
 		for i, o := range d.options {
 			label := o
-			if mem := m.state.Member(o); mem != nil {
+			if mem := m.state.Member(o); mem != nil && d.action != "reset" {
 				label += "  (" + i18n.T("ui.role."+mem.Role()) + ")"
 			}
 			if i == d.cursor {

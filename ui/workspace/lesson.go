@@ -16,7 +16,12 @@ import (
 )
 
 // feedMsg carries what the lesson feed observed since the last one.
-type feedMsg struct{ batch []lessons.Observation }
+// from is the feed that sent it: a reset replaces the feed, and a batch
+// of the old one is dropped.
+type feedMsg struct {
+	batch []lessons.Observation
+	from  LessonFeed
+}
 
 // feedClosedMsg says the lesson feed ended.
 type feedClosedMsg struct{}
@@ -32,7 +37,7 @@ func waitFeed(f LessonFeed) tea.Cmd {
 		if !ok {
 			return feedClosedMsg{}
 		}
-		return feedMsg{batch: batch}
+		return feedMsg{batch: batch, from: f}
 	}
 }
 
@@ -118,7 +123,7 @@ func (m *Model) beginStep(i int) tea.Cmd {
 	}
 	id, step := m.pane.Lesson().ID, st.ID
 	cmds = append(cmds, m.saveProgress(func(p *lessons.Progress) error { return p.SetCurrent(id, step) }))
-	cmds = append(cmds, m.publishPosition(id, step))
+	cmds = append(cmds, m.publishPosition(id, step), m.stepSnapshot(id, step))
 	// A question comes before the act: asked at once, unless answered
 	// before (it can be changed with a until the step passes). Autoplay
 	// leaves it to the room, in the pane.
@@ -205,6 +210,9 @@ func (m *Model) lessonKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 	case key.Matches(msg, k.Presenter):
 		m.togglePresenter()
 		return nil, true
+	case key.Matches(msg, k.ResetStep) && m.opts.StepSnapshots:
+		m.dialog = m.resetDialog()
+		return nil, true
 	case key.Matches(msg, k.Answer):
 		if m.pane.Step().Predict == nil || m.pane.Verdict().Passed {
 			return nil, false
@@ -287,6 +295,9 @@ func (m *Model) stepKeys() []key.Binding {
 	}
 	if m.pane.Index() > 0 {
 		out = append(out, k.PrevStep)
+	}
+	if m.opts.StepSnapshots {
+		out = append(out, k.ResetStep)
 	}
 	return out
 }

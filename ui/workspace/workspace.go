@@ -73,6 +73,10 @@ type Options struct {
 	// Record, when set, is given each batch of the Observer's stream
 	// before the views see it (the recording, package record).
 	Record func(batch []lab.Observation)
+	// StepSnapshots takes an etcd snapshot of the cluster as each lesson
+	// step starts, offers the key that resets the cluster to one, and
+	// follows the resets klab reset makes from another terminal.
+	StepSnapshots bool
 }
 
 // Model is the workspace.
@@ -94,6 +98,8 @@ type Model struct {
 	active time.Time
 
 	opts Options
+	// ctx is the workspace's, from Start until Stop.
+	ctx  context.Context
 	pane *lesson.Pane
 	auto autoplay
 	// presenter is the presenter layout: the live view on the whole
@@ -103,10 +109,13 @@ type Model struct {
 	themeBefore styles.Theme
 	// lessonStarted is when the lesson opened, for klab notes' clock.
 	lessonStarted time.Time
-	eval          *lessons.Evaluator
-	feed          LessonFeed
-	cmdline       *cmdline.Model
-	focus         focus
+	// snaps are the step snapshots of this lesson run: the steps whose
+	// snapshot was taken (or restored) since the workspace opened.
+	snaps   snapshots
+	eval    *lessons.Evaluator
+	feed    LessonFeed
+	cmdline *cmdline.Model
+	focus   focus
 
 	// observe is the Observer's stream and news its signal of news
 	// (lab.Observer.News); stop ends the Observer.
@@ -187,6 +196,7 @@ func New(c *common.Common, l labio.Lab, st *labstate.State, opts Options) *Model
 // that read it and ask the runtime for the components' states.
 func (m *Model) Start(ctx context.Context) tea.Cmd {
 	ctx, m.stop = context.WithCancel(ctx)
+	m.ctx = ctx
 	obs := lab.NewObserver(m.info.Members, lab.ObserverOptions{})
 	go obs.Run(ctx)
 	m.obs, m.observe, m.news = obs, obs.Observations(), obs.News()
@@ -206,7 +216,7 @@ func (m *Model) Start(ctx context.Context) tea.Cmd {
 			// On before the step begins: its question is the room's.
 			m.auto.on = true
 		}
-		cmds = append(cmds, m.beginStep(m.pane.Index()))
+		cmds = append(cmds, m.beginStep(m.pane.Index()), m.startResetPoll())
 	}
 	return tea.Batch(cmds...)
 }
@@ -399,6 +409,9 @@ func (m *Model) update(msg tea.Msg) (*Model, tea.Cmd) {
 			cmds = append(cmds, m.components())
 		}
 	case feedMsg:
+		if msg.from != m.feed {
+			break
+		}
 		for _, lo := range msg.batch {
 			cmds = append(cmds, m.judge(lo))
 		}
@@ -424,6 +437,12 @@ func (m *Model) update(msg tea.Msg) (*Model, tea.Cmd) {
 		cmds = append(cmds, m.components())
 	case progressErrMsg:
 		m.status = status{err: msg.err}
+	case stepSnapshotMsg:
+		m.stepSnapshotDone(msg)
+	case resetDoneMsg:
+		cmds = append(cmds, m.resetDone(msg))
+	case resetPollMsg:
+		cmds = append(cmds, m.resetPolled(msg))
 	case labio.ClosedMsg:
 		m.closed, m.closeErr = true, msg.Err
 		if m.reshaping {
