@@ -71,7 +71,9 @@ func (l *clusterIPListeners) reconcile(rt *routeTable) {
 		if _, ok := rt.byClusterIPUDP[a]; !ok {
 			u.close()
 			delete(l.udp, a)
+			continue
 		}
+		u.dropStale(rt.udpServing[a])
 	}
 	for k := range l.errs {
 		m := rt.byClusterIP
@@ -328,6 +330,22 @@ func (u *udpService) replies(client netip.AddrPort, f *udpFlow) {
 		f.touch()
 		if _, err := u.conn.WriteTo(buf[:n], to); err != nil {
 			u.p.log.Debug("ClusterIP UDP reply failed", "address", u.addr, "client", client, "err", err)
+		}
+	}
+}
+
+// dropStale ends the flows whose endpoint is no longer ready or serving,
+// as upstream's kube-proxy deletes the conntrack entries of a UDP Service's
+// removed endpoints: without that a client that keeps sending (a resolver
+// re-asking the same source port) would talk to a dead pod until it fell
+// silent.
+func (u *udpService) dropStale(serving map[string]bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for client, f := range u.flows {
+		if !serving[f.backend.ep.String()] {
+			f.backend.conn.Close()
+			delete(u.flows, client)
 		}
 	}
 }

@@ -80,6 +80,9 @@ func (p *Proxy) afterSync(g *generation, snap *proxier.Snapshot, result proxier.
 type routeTable struct {
 	byClusterIP    map[netip.AddrPort]proxier.ServicePortName
 	byClusterIPUDP map[netip.AddrPort]proxier.ServicePortName
+	// udpServing holds, per UDP ClusterIP:port, the endpoints ("ip:port")
+	// that may keep their flows: those ready or serving.
+	udpServing map[netip.AddrPort]map[string]bool
 	byNodePort     map[int]proxier.ServicePortName
 }
 
@@ -87,11 +90,20 @@ func newRouteTable(snap *proxier.Snapshot) *routeTable {
 	rt := &routeTable{
 		byClusterIP:    make(map[netip.AddrPort]proxier.ServicePortName),
 		byClusterIPUDP: make(map[netip.AddrPort]proxier.ServicePortName),
+		udpServing:     make(map[netip.AddrPort]map[string]bool),
 		byNodePort:     make(map[int]proxier.ServicePortName),
 	}
 	for name, info := range snap.Services {
 		if name.Protocol == corev1.ProtocolUDP && info.ClusterIP.IsValid() {
-			rt.byClusterIPUDP[netip.AddrPortFrom(info.ClusterIP, uint16(info.Port))] = name
+			a := netip.AddrPortFrom(info.ClusterIP, uint16(info.Port))
+			rt.byClusterIPUDP[a] = name
+			serving := map[string]bool{}
+			for _, ep := range snap.Endpoints[name] {
+				if ep.Ready || ep.Serving {
+					serving[ep.String()] = true
+				}
+			}
+			rt.udpServing[a] = serving
 		}
 		if name.Protocol != corev1.ProtocolTCP {
 			continue
