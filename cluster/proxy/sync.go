@@ -83,7 +83,7 @@ type routeTable struct {
 	// udpServing holds, per UDP ClusterIP:port, the endpoints ("ip:port")
 	// that may keep their flows: those ready or serving.
 	udpServing map[netip.AddrPort]map[string]bool
-	byNodePort     map[int]proxier.ServicePortName
+	byNodePort map[int]proxier.ServicePortName
 }
 
 func newRouteTable(snap *proxier.Snapshot) *routeTable {
