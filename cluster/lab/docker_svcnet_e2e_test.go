@@ -87,6 +87,36 @@ func TestDockerServiceNetwork(t *testing.T) {
 			}
 		})
 	}
+	// A container that asks the DNS the moment it starts finds the route
+	// and resolv.conf in place: the sandbox set them up before the
+	// kubelet created any container of the pod.
+	early := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "early"},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
+			Name: "app", Image: "klab/app:latest",
+			Command: []string{"sh", "-c", "nslookup kubernetes.default && sleep 3600"},
+		}}},
+	}
+	if _, err := f.client.CoreV1().Pods("default").Create(ctx, early, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var logs string
+	f.eventually(2*time.Minute, "the early pod's lookup", func() (bool, error) {
+		p, err := f.client.CoreV1().Pods("default").Get(ctx, "early", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if p.Status.Phase == corev1.PodFailed {
+			t.Fatalf("the early pod failed: its lookup found no DNS (%+v)", p.Status.ContainerStatuses)
+		}
+		if p.Status.Phase != corev1.PodRunning {
+			return false, nil
+		}
+		b, err := f.client.CoreV1().Pods("default").GetLogs("early", &corev1.PodLogOptions{}).DoRaw(ctx)
+		logs = string(b)
+		return err == nil && strings.Contains(logs, "Address: 10.96.0.1\n"), err
+	})
+
 	if _, err := Down(context.Background(), name, false, nil); err != nil {
 		t.Errorf("Down: %v", err)
 	}
