@@ -31,6 +31,9 @@ func newComponentRouteCmd() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if via == "" {
+				return i18n.NewError("component.err.required", "via")
+			}
 			dst, err := netip.ParsePrefix(args[0])
 			if err != nil {
 				return i18n.Wrap(err, "component.route.err.bad", args[0], via)
@@ -53,6 +56,5 @@ func newComponentRouteCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&via, "via", "", i18n.T("component.route.flag.via"))
 	cmd.Flags().StringVar(&resolv, "resolv-conf", "", i18n.T("component.route.flag.resolv-conf"))
-	_ = cmd.MarkFlagRequired("via")
 	return cmd
 }
