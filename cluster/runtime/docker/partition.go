@@ -139,7 +139,8 @@ func (r *Runtime) rerouteServices(ctx context.Context, c container.Summary) erro
 	if err != nil {
 		return err
 	}
-	if info.HostConfig == nil || !slices.Contains(info.HostConfig.CapAdd, "NET_ADMIN") {
+	// The engine keeps the capability as given, or (20.10) as CAP_NET_ADMIN.
+	if info.HostConfig == nil || !(slices.Contains(info.HostConfig.CapAdd, "NET_ADMIN") || slices.Contains(info.HostConfig.CapAdd, "CAP_NET_ADMIN")) {
 		return nil
 	}
 	nodes, err := r.nodeContainers(ctx)
