@@ -93,18 +93,16 @@ func TestDockerServiceNetwork(t *testing.T) {
 	if node := pods[0].Spec.NodeName; node != "worker-1" {
 		t.Fatalf("pod %s runs on %s; want worker-1, the one worker", client, node)
 	}
-	{
-		if _, err := Chaos(ctx, name, ChaosRequest{Op: OpPartition, Targets: []string{"worker-1"}}); err != nil {
-			t.Fatalf("partition: %v", err)
-		}
-		if _, err := Chaos(ctx, name, ChaosRequest{Op: OpHeal}); err != nil {
-			t.Fatalf("heal: %v", err)
-		}
-		f.eventually(time.Minute, "nslookup after heal", func() (bool, error) {
-			out, err := execIn(ctx, f, client, "nslookup", "web.default.svc.cluster.local")
-			return err == nil && strings.Contains(out, "Address: "+web.Spec.ClusterIP+"\n"), err
-		})
+	if _, err := Chaos(ctx, name, ChaosRequest{Op: OpPartition, Targets: []string{"worker-1"}}); err != nil {
+		t.Fatalf("partition: %v", err)
 	}
+	if _, err := Chaos(ctx, name, ChaosRequest{Op: OpHeal}); err != nil {
+		t.Fatalf("heal: %v", err)
+	}
+	f.eventually(time.Minute, "nslookup after heal", func() (bool, error) {
+		out, err := execIn(ctx, f, client, "nslookup", "web.default.svc.cluster.local")
+		return err == nil && strings.Contains(out, "Address: "+web.Spec.ClusterIP+"\n"), err
+	})
 
 	// A container that asks the DNS the moment it starts finds the route
 	// and resolv.conf in place: the sandbox set them up before the
