@@ -70,13 +70,19 @@ func (p *Proxy) connect(svc proxier.ServicePortName, via proxier.EntryKind, clie
 // connectVia picks from g, which the caller acquired; it releases g once
 // the mode has answered.
 func (p *Proxy) connectVia(g *generation, svc proxier.ServicePortName, via proxier.EntryKind, clientIP string) (*backend, error) {
+	return p.connectNetwork(g, "tcp", svc, via, clientIP)
+}
+
+// connectNetwork is connectVia for a network of net.Dial: "tcp", or "udp"
+// for the first datagram of a UDP flow.
+func (p *Proxy) connectNetwork(g *generation, network string, svc proxier.ServicePortName, via proxier.EntryKind, clientIP string) (*backend, error) {
 	name := g.mode.Name()
 	if us, ok := g.mode.(*proxier.Userspace); ok {
 		attempts := 0
 		var conn net.Conn
 		ep, err := us.Connect(svc, clientIP, via, func(ep proxier.Endpoint, timeout time.Duration) error {
 			attempts++
-			c, err := p.dialEndpoint(ep, timeout)
+			c, err := p.dialEndpoint(network, ep, timeout)
 			conn = c
 			return err
 		})
@@ -109,7 +115,7 @@ func (p *Proxy) connectVia(g *generation, svc proxier.ServicePortName, via proxi
 	if tracker != nil {
 		release = func() { tracker.Disconnected(svc, via, ep) }
 	}
-	conn, err := p.dialEndpoint(ep, dialTimeout)
+	conn, err := p.dialEndpoint(network, ep, dialTimeout)
 	if err != nil {
 		release()
 		return nil, &dataPathError{mode: name, endpoint: ep.String(), err: err, hint: name + " does not retry"}
@@ -132,10 +138,10 @@ func pickHint(mode string, err error) string {
 }
 
 // dialEndpoint opens a connection to ep within timeout.
-func (p *Proxy) dialEndpoint(ep proxier.Endpoint, timeout time.Duration) (net.Conn, error) {
+func (p *Proxy) dialEndpoint(network string, ep proxier.Endpoint, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(p.ctx, timeout)
 	defer cancel()
-	return p.cfg.Dial(ctx, "tcp", ep.String())
+	return p.cfg.Dial(ctx, network, ep.String())
 }
 
 // splice copies both ways between a client and its backend until both

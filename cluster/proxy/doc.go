@@ -25,8 +25,14 @@
 // is the choice of endpoint, which the mode makes by walking its own rules.
 // Traffic enters through a TCP listener per NodePort on the node's address,
 // and through HTTP CONNECT on the proxy's own port, which reaches a
-// ClusterIP:port as a process on the node would (or a NodePort). The
-// proxy dials the endpoint the mode picked and copies bytes both ways.
+// ClusterIP:port as a process on the node would (or a NodePort). With
+// Config.ServeClusterIPs (the Docker runtime, whose nodes hold the Service
+// range as local addresses and whose pods route it to their node) it also
+// binds every ClusterIP:port, TCP and UDP, so a pod's packets to a Service
+// arrive with their destination intact and the replies leave from the
+// ClusterIP; a UDP flow keeps its endpoint while datagrams pass, as a
+// conntrack entry does. The proxy dials the endpoint the mode picked and
+// copies bytes (or datagrams) both ways.
 // Only userspace tries another endpoint when a dial fails; with the other
 // modes the connection fails, as it would when the kernel forwards a SYN
 // to a dead pod.

@@ -108,6 +108,7 @@ func (p *Proxy) shutdown(graceful bool) {
 		server.Shutdown(graceful, shutdownGrace)
 	}
 	p.nodePorts.closeAll()
+	p.clusterIPs.closeAll()
 	p.conns.closeAll()
 	p.life.Wait()
 	p.conns.wait()

@@ -80,7 +80,14 @@ type Config struct {
 	NodePortAddress string
 	// Speed divides the sync periods, as every Kubernetes timing.
 	Speed timing.Speed
-	// Dial opens connections to endpoints; nil means a net.Dialer.
+	// ServeClusterIPs makes the data path listen on every ClusterIP:port,
+	// TCP and UDP, for the packets pods send to Services. The node must
+	// hold the Service range as local addresses (a local route; see
+	// package internal/netroute), as the Docker runtime's nodes do; the
+	// local runtime's pods enter through CONNECT instead.
+	ServeClusterIPs bool
+	// Dial opens connections to endpoints ("tcp", and "udp" for UDP
+	// flows); nil means a net.Dialer.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Logger receives the proxy's logs (default: discarded).
 	Logger *slog.Logger
@@ -121,9 +128,11 @@ type Proxy struct {
 
 	routes    atomic.Pointer[routeTable]
 	nodePorts *nodePortListeners
-	conns     *connSet
-	stats     connStats
-	healthy   atomic.Bool
+	// clusterIPs is nil unless Config.ServeClusterIPs.
+	clusterIPs *clusterIPListeners
+	conns      *connSet
+	stats      connStats
+	healthy    atomic.Bool
 
 	statusMu sync.Mutex
 	state    syncState
@@ -212,6 +221,9 @@ func New(cfg Config) (*Proxy, error) {
 	p.life = componentbase.NewLifecycle(p.shutdown)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.nodePorts = newNodePortListeners(p)
+	if cfg.ServeClusterIPs {
+		p.clusterIPs = newClusterIPListeners(p)
+	}
 	p.mux = p.debugMux()
 	p.routes.Store(&routeTable{})
 

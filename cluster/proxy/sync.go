@@ -58,6 +58,7 @@ func (p *Proxy) afterSync(g *generation, snap *proxier.Snapshot, result proxier.
 	routes := newRouteTable(snap)
 	p.routes.Store(routes)
 	p.nodePorts.reconcile(routes)
+	p.clusterIPs.reconcile(routes)
 
 	endpoints := 0
 	for _, eps := range snap.Endpoints {
@@ -74,18 +75,36 @@ func (p *Proxy) afterSync(g *generation, snap *proxier.Snapshot, result proxier.
 }
 
 // routeTable maps the addresses the data path accepts to service ports:
-// ClusterIP:port and NodePort. Only TCP is proxied.
+// ClusterIP:port and NodePort for TCP, and ClusterIP:port for UDP, which
+// only the ClusterIP listeners carry.
 type routeTable struct {
-	byClusterIP map[netip.AddrPort]proxier.ServicePortName
-	byNodePort  map[int]proxier.ServicePortName
+	byClusterIP    map[netip.AddrPort]proxier.ServicePortName
+	byClusterIPUDP map[netip.AddrPort]proxier.ServicePortName
+	// udpServing holds, per UDP ClusterIP:port, the endpoints ("ip:port")
+	// that may keep their flows: those ready or serving.
+	udpServing map[netip.AddrPort]map[string]bool
+	byNodePort map[int]proxier.ServicePortName
 }
 
 func newRouteTable(snap *proxier.Snapshot) *routeTable {
 	rt := &routeTable{
-		byClusterIP: make(map[netip.AddrPort]proxier.ServicePortName),
-		byNodePort:  make(map[int]proxier.ServicePortName),
+		byClusterIP:    make(map[netip.AddrPort]proxier.ServicePortName),
+		byClusterIPUDP: make(map[netip.AddrPort]proxier.ServicePortName),
+		udpServing:     make(map[netip.AddrPort]map[string]bool),
+		byNodePort:     make(map[int]proxier.ServicePortName),
 	}
 	for name, info := range snap.Services {
+		if name.Protocol == corev1.ProtocolUDP && info.ClusterIP.IsValid() {
+			a := netip.AddrPortFrom(info.ClusterIP, uint16(info.Port))
+			rt.byClusterIPUDP[a] = name
+			serving := map[string]bool{}
+			for _, ep := range snap.Endpoints[name] {
+				if ep.Ready || ep.Serving {
+					serving[ep.String()] = true
+				}
+			}
+			rt.udpServing[a] = serving
+		}
 		if name.Protocol != corev1.ProtocolTCP {
 			continue
 		}

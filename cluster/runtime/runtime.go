@@ -353,6 +353,11 @@ type KubeProxySpec struct {
 	NodeIP string `json:"nodeIP"`
 	// PodCIDR is the node's pod range: traffic from it is local.
 	PodCIDR string `json:"podCIDR"`
+	// ServiceCIDR, when set, is made local to the node's network
+	// namespace (which needs CAP_NET_ADMIN there), and kube-proxy listens
+	// on every ClusterIP:port of it for the pods that route the range to
+	// their node: the Docker runtime sets it.
+	ServiceCIDR string `json:"serviceCIDR,omitempty"`
 }
 
 // DNSSpec describes the cluster DNS server.

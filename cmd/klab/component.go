@@ -38,6 +38,7 @@ func newComponentCmd() *cobra.Command {
 		newComponentKubeProxyCmd(),
 		newComponentDNSCmd(),
 		newComponentPauseCmd(),
+		newComponentRouteCmd(),
 		newComponentAppCmd(),
 	)
 	return cmd

@@ -35,6 +35,8 @@ func TestComponentUsageErrors(t *testing.T) {
 		{"missing PKI", []string{"component", "kube-apiserver", "--node", "master-1", "--spec", apiSpec}, []string{"start master-1/kube-apiserver: load pki", "/nonexistent/ca.crt"}},
 		{"kubelet outside Docker", []string{"component", "kubelet", "--node", "worker-1", "--spec", `{"apiServer":"https://127.0.0.1:1","pkiDir":"/p","listen":"127.0.0.1:0"}`}, []string{"start worker-1/kubelet: the kubelet needs a container runtime"}},
 		{"pause takes no argument", []string{"component", "pause", "now"}, []string{`klab component pause takes no arguments, but got "now"`}},
+		{"route without --via", []string{"component", "route", "10.96.0.0/12"}, []string{"--via is required"}},
+		{"route to a bad range", []string{"component", "route", "10.96.0.0", "--via", "10.0.0.2"}, []string{`route 10.96.0.0 via "10.0.0.2"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

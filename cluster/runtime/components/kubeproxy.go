@@ -10,6 +10,7 @@ import (
 	"github.com/klab-dev/klab/cluster/proxy"
 	"github.com/klab-dev/klab/cluster/runtime"
 	"github.com/klab-dev/klab/cluster/timing"
+	"github.com/klab-dev/klab/internal/netroute"
 )
 
 // KubeProxy starts a kube-proxy for node as system:kube-proxy. dial opens
@@ -31,9 +32,22 @@ func KubeProxy(ctx context.Context, node string, spec runtime.KubeProxySpec, dia
 			return nil, fmt.Errorf("kube-proxy spec: podCIDR: %w", err)
 		}
 	}
+	serveClusterIPs := false
+	if spec.ServiceCIDR != "" {
+		serviceCIDR, err := netip.ParsePrefix(spec.ServiceCIDR)
+		if err != nil {
+			return nil, fmt.Errorf("kube-proxy spec: serviceCIDR: %w", err)
+		}
+		// Where a real kube-proxy writes DNAT rules for the range, klab's
+		// makes it local and binds its addresses.
+		if err := netroute.ReplaceLocal(serviceCIDR); err != nil {
+			return nil, fmt.Errorf("kube-proxy: make the Service range reachable on the node: %w", err)
+		}
+		serveClusterIPs = true
+	}
 	p, err := proxy.New(proxy.Config{
 		REST: cfg, NodeName: node, NodeIP: nodeIP, PodCIDR: podCIDR, Listen: spec.Listen,
-		Speed: timing.Speed(spec.Speed), Dial: dial, Logger: logger,
+		ServeClusterIPs: serveClusterIPs, Speed: timing.Speed(spec.Speed), Dial: dial, Logger: logger,
 	})
 	if err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/volume"
 
+	"github.com/klab-dev/klab/cluster/apiserver/allocator"
 	"github.com/klab-dev/klab/cluster/pki"
 	"github.com/klab-dev/klab/cluster/runtime"
 	"github.com/klab-dev/klab/cluster/runtime/docker/labels"
@@ -41,7 +42,15 @@ const (
 	EnvNetwork    = "KLAB_DOCKER_NETWORK"
 	EnvPodCIDR    = "KLAB_POD_CIDR"
 	EnvPauseImage = "KLAB_PAUSE_IMAGE"
+	EnvNodeIP     = "KLAB_NODE_IP"
+	EnvServiceIPs = "KLAB_SERVICE_CIDR"
 )
+
+// serviceCIDR is the Service range the API server hands ClusterIPs from.
+// Pods route it to their node, whose kube-proxy holds it as local
+// addresses and binds each ClusterIP:port (CAP_NET_ADMIN, never
+// --privileged).
+const serviceCIDR = allocator.DefaultServiceCIDR
 
 // CreateComponent creates the component's container, joined to its node's
 // network namespace, without starting it. The container runs `klab
@@ -73,7 +82,7 @@ func (r *Runtime) CreateComponent(ctx context.Context, spec runtime.ComponentSpe
 	if index, ok := nodeIndexAt(n.x, node.Labels[labels.Role], node.Labels[labels.IP]); ok {
 		nodeCIDR = podCIDR(n.x, node.Labels[labels.Role], index)
 	}
-	run, err := commandFor(spec, nodeCIDR)
+	run, err := commandFor(spec, nodeCIDR, serviceCIDR)
 	if err != nil {
 		return fmt.Errorf("create component %s: %w", spec.Ref, err)
 	}
@@ -141,7 +150,12 @@ func (r *Runtime) CreateComponent(ctx context.Context, spec runtime.ComponentSpe
 			EnvNetwork + "=" + n.name,
 			EnvPodCIDR + "=" + nodeCIDR,
 			EnvPauseImage + "=" + r.opts.Image,
+			EnvNodeIP + "=" + node.Labels[labels.IP],
+			EnvServiceIPs + "=" + serviceCIDR,
 		}
+	case spec.KubeProxy != nil:
+		// To make the Service range local to the node's namespace.
+		hostCfg.CapAdd = []string{"NET_ADMIN"}
 	}
 
 	resp, err := r.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, name)
@@ -174,7 +188,7 @@ type componentRun struct {
 // commandFor returns the command of the component spec describes, `klab
 // component <name> --node <node> --spec <json>`, with the runtime's paths
 // in place of the host's.
-func commandFor(spec runtime.ComponentSpec, nodeCIDR string) (componentRun, error) {
+func commandFor(spec runtime.ComponentSpec, nodeCIDR, serviceCIDR string) (componentRun, error) {
 	if err := spec.Validate(); err != nil {
 		return componentRun{}, err
 	}
@@ -218,6 +232,7 @@ func commandFor(spec runtime.ComponentSpec, nodeCIDR string) (componentRun, erro
 		if nodeCIDR != "" {
 			s.PodCIDR = nodeCIDR
 		}
+		s.ServiceCIDR = serviceCIDR
 		name, v = runtime.ComponentKubeProxy, s
 	case spec.DNS != nil:
 		s := *spec.DNS

@@ -46,7 +46,7 @@ func TestCommandFor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			run, err := commandFor(tt.spec, "10.1.1.0/24")
+			run, err := commandFor(tt.spec, "10.1.1.0/24", "10.96.0.0/12")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,7 +75,7 @@ func TestCommandFor(t *testing.T) {
 			InitialCluster: []etcd.Peer{{Name: "master-1", PeerURL: "http://10.1.0.11:2380", ClientURL: "http://10.1.0.11:2379"}},
 			ListenClient:   "10.1.0.11:2379", ListenPeer: "10.1.0.11:2380", UnsafeNoFsync: true,
 		}
-		run, err := commandFor(runtime.ComponentSpec{Ref: runtime.Ref{Node: "master-1", Component: "etcd"}, Etcd: member}, "")
+		run, err := commandFor(runtime.ComponentSpec{Ref: runtime.Ref{Node: "master-1", Component: "etcd"}, Etcd: member}, "", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +108,7 @@ func TestCommandFor(t *testing.T) {
 		{"no PKI dir", runtime.ComponentSpec{Ref: ref, LB: &runtime.LBSpec{Listen: "10.1.0.2:6443"}}},
 	} {
 		t.Run(bad.name, func(t *testing.T) {
-			if _, err := commandFor(bad.spec, ""); err == nil {
+			if _, err := commandFor(bad.spec, "", ""); err == nil {
 				t.Error("commandFor accepted it")
 			}
 		})

@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/klab-dev/klab/cluster/runtime"
 	"github.com/klab-dev/klab/cluster/runtime/docker/labels"
@@ -119,8 +121,60 @@ func (r *Runtime) Heal(ctx context.Context) error {
 			continue
 		}
 		r.opts.Logger.Info("container reconnected", "container", containerName(c), "ip", ip)
+		if c.Labels[labels.Role] == labels.RoleSandbox {
+			if err := r.rerouteServices(ctx, c); err != nil {
+				errs = append(errs, fmt.Errorf("heal: %s: %w", containerName(c), err))
+			}
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// rerouteServices sets a reconnected sandbox's route to the Service range
+// again: the kernel dropped it with the interface it went through when the
+// sandbox was disconnected. A sandbox made without the capability (by a
+// kubelet older than the route) is left as it is.
+func (r *Runtime) rerouteServices(ctx context.Context, c container.Summary) error {
+	info, err := r.cli.ContainerInspect(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	// The engine keeps the capability as given, or (20.10) as CAP_NET_ADMIN.
+	if info.HostConfig == nil || !(slices.Contains(info.HostConfig.CapAdd, "NET_ADMIN") || slices.Contains(info.HostConfig.CapAdd, "CAP_NET_ADMIN")) {
+		return nil
+	}
+	nodes, err := r.nodeContainers(ctx)
+	if err != nil {
+		return err
+	}
+	node, ok := nodes[c.Labels[labels.Node]]
+	if !ok || node.Labels[labels.IP] == "" {
+		return nil
+	}
+	cmd := []string{binaryInImage, "component", "route", serviceCIDR, "--via", node.Labels[labels.IP]}
+	exec, err := r.cli.ContainerExecCreate(ctx, c.ID, container.ExecOptions{Cmd: cmd, AttachStdout: true, AttachStderr: true})
+	if err != nil {
+		return fmt.Errorf("route Services again: %w", err)
+	}
+	// Attaching starts it; its output ends when it does.
+	resp, err := r.cli.ContainerExecAttach(ctx, exec.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return fmt.Errorf("route Services again: %w", err)
+	}
+	var out bytes.Buffer
+	_, err = stdcopy.StdCopy(&out, &out, resp.Reader)
+	resp.Close()
+	if err != nil {
+		return fmt.Errorf("route Services again: %w", err)
+	}
+	st, err := r.cli.ContainerExecInspect(ctx, exec.ID)
+	if err != nil {
+		return fmt.Errorf("route Services again: %w", err)
+	}
+	if st.ExitCode != 0 {
+		return fmt.Errorf("route Services again: %s exited %d: %s", strings.Join(cmd, " "), st.ExitCode, strings.TrimSpace(out.String()))
+	}
+	return nil
 }
 
 // onNetwork reports whether a listed container is attached to the named

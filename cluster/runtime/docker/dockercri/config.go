@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/klab-dev/klab/cluster/dns"
 	"github.com/klab-dev/klab/cluster/runtime/docker/labels"
 )
 
@@ -19,6 +20,8 @@ const (
 	EnvNetwork    = "KLAB_DOCKER_NETWORK"
 	EnvPodCIDR    = "KLAB_POD_CIDR"
 	EnvPauseImage = "KLAB_PAUSE_IMAGE"
+	EnvNodeIP     = "KLAB_NODE_IP"
+	EnvServiceIPs = "KLAB_SERVICE_CIDR"
 )
 
 // Config configures a Runtime.
@@ -49,6 +52,14 @@ type Config struct {
 	// pods' volumes are bind-mounted from it. Empty: pods get no volumes.
 	KubeletVolume string
 	KubeletDir    string
+	// NodeIP and ServiceCIDR, when both are set, connect every pod to
+	// the Services: its sandbox routes ServiceCIDR via NodeIP, where the
+	// node's kube-proxy listens on every ClusterIP, and its resolv.conf
+	// names the cluster DNS, the tenth address of ServiceCIDR (what the
+	// kubelet's --cluster-dns says upstream). Unset, pods reach pods and
+	// nodes only.
+	NodeIP      string
+	ServiceCIDR string
 	// Logger receives the runtime's own logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -66,6 +77,9 @@ func ConfigFromEnv() (Config, error) {
 		// has neither.
 		KubeletVolume: os.Getenv(EnvKubeletVolume),
 		KubeletDir:    os.Getenv(EnvKubeletDir),
+		// Optional: a node made before klab routed Services has neither.
+		NodeIP:      os.Getenv(EnvNodeIP),
+		ServiceCIDR: os.Getenv(EnvServiceIPs),
 	}
 	var missing []string
 	for _, v := range []struct{ name, value string }{
@@ -96,6 +110,18 @@ func (cfg *Config) validate() (netip.Prefix, error) {
 	cidr, err := parsePodCIDR(cfg.PodCIDR)
 	if err != nil {
 		errs = append(errs, err)
+	}
+	if (cfg.NodeIP == "") != (cfg.ServiceCIDR == "") {
+		errs = append(errs, errors.New("node IP and Service CIDR go together: give both or neither"))
+	} else if cfg.NodeIP != "" {
+		if a, err := netip.ParseAddr(cfg.NodeIP); err != nil || !a.Is4() {
+			errs = append(errs, fmt.Errorf("node IP %q is not an IPv4 address", cfg.NodeIP))
+		}
+		if p, err := netip.ParsePrefix(cfg.ServiceCIDR); err != nil || !p.Addr().Is4() {
+			errs = append(errs, fmt.Errorf("Service CIDR %q is not an IPv4 range", cfg.ServiceCIDR))
+		} else if _, err := dns.ClusterIP(cfg.ServiceCIDR); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return netip.Prefix{}, err

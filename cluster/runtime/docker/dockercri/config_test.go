@@ -62,6 +62,10 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"bad CIDR", func(c *Config) { c.PodCIDR = "10.244.1.0" }, `pod CIDR "10.244.1.0"`},
 		{"tiny CIDR", func(c *Config) { c.PodCIDR = "10.244.1.0/30" }, "too small"},
 		{"IPv6 CIDR", func(c *Config) { c.PodCIDR = "fd00::/64" }, "only IPv4"},
+		{"node IP alone", func(c *Config) { c.NodeIP = "10.244.0.3" }, "give both or neither"},
+		{"Service CIDR alone", func(c *Config) { c.ServiceCIDR = "10.96.0.0/12" }, "give both or neither"},
+		{"bad node IP", func(c *Config) { c.NodeIP, c.ServiceCIDR = "node", "10.96.0.0/12" }, `node IP "node"`},
+		{"Service CIDR without a DNS address", func(c *Config) { c.NodeIP, c.ServiceCIDR = "10.244.0.3", "10.96.0.0/29" }, "no tenth address"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,5 +148,15 @@ func TestFirstFreeIP(t *testing.T) {
 	}
 	if got := lastAddr(netip.MustParsePrefix("10.1.0.0/16")); got.String() != "10.1.255.255" {
 		t.Errorf("lastAddr(10.1.0.0/16) = %s", got)
+	}
+}
+
+// TestResolvConf checks a pod's resolv.conf against the kubelet's for
+// dnsPolicy ClusterFirst in namespace ns.
+func TestResolvConf(t *testing.T) {
+	got := resolvConf("10.96.0.10", "shop")
+	want := "search shop.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n"
+	if got != want {
+		t.Errorf("resolvConf() = %q, want %q", got, want)
 	}
 }

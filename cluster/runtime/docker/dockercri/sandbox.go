@@ -104,7 +104,7 @@ func (r *Runtime) startSandbox(ctx context.Context, cfg cri.SandboxConfig, ip ne
 	l[labels.PodLabels] = encodeCRILabels(cfg.Labels)
 	created, err := r.docker.ContainerCreate(ctx,
 		&container.Config{Image: r.cfg.PauseImage, Cmd: []string{pauseCommand}, Hostname: hostname, Labels: l},
-		&container.HostConfig{NetworkMode: container.NetworkMode(r.cfg.Network), LogConfig: logConfig()},
+		r.sandboxHostConfig(),
 		&network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
 			r.cfg.Network: {IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: ip.String()}},
 		}},
@@ -122,6 +122,10 @@ func (r *Runtime) startSandbox(ctx context.Context, cfg cri.SandboxConfig, ip ne
 			return "", fmt.Errorf("%w: %s: %v", errAddressInUse, ip, err)
 		}
 		return "", fmt.Errorf("start pause container: %w", err)
+	}
+	if err := r.connectServices(ctx, created.ID, cfg.Namespace); err != nil {
+		r.removeAfterFailure(ctx, created.ID)
+		return "", err
 	}
 	return created.ID, nil
 }
