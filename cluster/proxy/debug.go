@@ -9,6 +9,7 @@ import (
 
 	"github.com/klab-dev/klab/cluster/internal/componentbase"
 	"github.com/klab-dev/klab/cluster/internal/eventstream"
+	"github.com/klab-dev/klab/cluster/proxy/proxier"
 )
 
 // Status is the proxy's state, as GET /debug/klab/status serves it.
@@ -42,6 +43,9 @@ type Status struct {
 	NodePorts      []int          `json:"nodePorts"`
 	NodePortErrors map[int]string `json:"nodePortErrors"`
 	Connections    ConnectionInfo `json:"connections"`
+	// Services maps each Service the last sync programmed (namespace/name)
+	// to its most ready endpoints on one port.
+	Services map[string]int `json:"services"`
 }
 
 // SyncInfo describes one sync.
@@ -85,6 +89,7 @@ func (p *Proxy) Status() Status {
 		s.Mode, s.ModeSince = g.mode.Name(), g.since
 	}
 	s.MinSyncPeriod, s.SyncPeriod = p.runner.Intervals()
+	s.Services = programmedServices(st.snapshot)
 	s.NodePorts, s.NodePortErrors = p.nodePorts.listening()
 	return s
 }
@@ -129,4 +134,24 @@ func (p *Proxy) debugMux() *http.ServeMux {
 		eventstream.Serve(w, r, p.hub, eventstream.Options[Event]{Status: func() any { return p.Status() }, Done: p.ctx.Done()})
 	})
 	return mux
+}
+
+// programmedServices maps each Service of snap to the ready endpoints of
+// its port with the most of them.
+func programmedServices(snap *proxier.Snapshot) map[string]int {
+	out := map[string]int{}
+	if snap == nil {
+		return out
+	}
+	for name := range snap.Services {
+		ready := 0
+		for _, ep := range snap.Endpoints[name] {
+			if ep.Ready {
+				ready++
+			}
+		}
+		key := name.NamespacedName.String()
+		out[key] = max(out[key], ready)
+	}
+	return out
 }
