@@ -18,14 +18,16 @@ type ProxyModeCheck struct{ Mode string }
 
 // ProxyServiceCheck passes when every kube-proxy answers and its last sync
 // programmed the Service Namespace/Name with at least Endpoints ready
-// endpoints: traffic sent now reaches them from any node. kube-proxy syncs
+// endpoints (and, with ExternalLocal or InternalLocal, that traffic
+// policy as Local): traffic sent now reaches them from any node. kube-proxy syncs
 // at most once per minSyncPeriod, so a Service just created is not yet
 // programmed everywhere.
 //
-//	proxy-service: {name: web, endpoints: 3}
+//	proxy-service: {name: web, endpoints: 3, externalLocal: true}
 type ProxyServiceCheck struct {
-	Namespace, Name string
-	Endpoints       int
+	Namespace, Name              string
+	Endpoints                    int
+	ExternalLocal, InternalLocal bool
 }
 
 // TrafficCheck passes when a traffic run (klab traffic) ended since the
@@ -50,7 +52,14 @@ func (TrafficCheck) Needs() Needs      { return Needs{Traffic: true} }
 func (ProxyServiceCheck) Needs() Needs { return Needs{Proxies: true} }
 
 func (c ProxyServiceCheck) Describe() []i18n.Message {
-	return []i18n.Message{i18n.M("lessons.want.proxy-service", c.Namespace+"/"+c.Name, c.Endpoints)}
+	out := []i18n.Message{i18n.M("lessons.want.proxy-service", c.Namespace+"/"+c.Name, c.Endpoints)}
+	if c.ExternalLocal {
+		out = append(out, i18n.M("lessons.want.proxy-service-local", "externalTrafficPolicy"))
+	}
+	if c.InternalLocal {
+		out = append(out, i18n.M("lessons.want.proxy-service-local", "internalTrafficPolicy"))
+	}
+	return out
 }
 
 func (c ProxyModeCheck) Describe() []i18n.Message {
@@ -155,14 +164,18 @@ func (c ProxyServiceCheck) evaluate(_, now *world) Verdict {
 	var others []string
 	for _, n := range nodes {
 		p := now.proxies[n]
-		eps, programmed := p.Services[key]
+		s, programmed := p.Services[key]
 		switch {
 		case p.Unreachable:
 			others = append(others, n+": ?")
 		case !programmed:
 			others = append(others, n+": -")
-		case eps < c.Endpoints:
-			others = append(others, fmt.Sprintf("%s: %d", n, eps))
+		case s.Endpoints < c.Endpoints:
+			others = append(others, fmt.Sprintf("%s: %d", n, s.Endpoints))
+		case c.ExternalLocal && !s.ExternalLocal:
+			others = append(others, n+": externalTrafficPolicy Cluster")
+		case c.InternalLocal && !s.InternalLocal:
+			others = append(others, n+": internalTrafficPolicy Cluster")
 		}
 	}
 	if len(others) > 0 {
@@ -208,7 +221,7 @@ func (d *decoder) modeName(f *fields, path string) string {
 }
 
 func (d *decoder) proxyService(n *yaml.Node, path string) Check {
-	f := d.params(n, path, "name", "namespace", "endpoints")
+	f := d.params(n, path, "name", "namespace", "endpoints", "externalLocal", "internalLocal")
 	if f == nil {
 		return nil
 	}
@@ -217,5 +230,8 @@ func (d *decoder) proxyService(n *yaml.Node, path string) Check {
 	if namespace == "" {
 		namespace = "default"
 	}
-	return ProxyServiceCheck{Namespace: namespace, Name: name, Endpoints: f.integer("endpoints", false, 1, 0, maxPods)}
+	c := ProxyServiceCheck{Namespace: namespace, Name: name, Endpoints: f.integer("endpoints", false, 1, 0, maxPods)}
+	c.ExternalLocal, _ = f.boolean("externalLocal")
+	c.InternalLocal, _ = f.boolean("internalLocal")
+	return c
 }

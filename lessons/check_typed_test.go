@@ -310,9 +310,9 @@ func TestProxyServiceCheck(t *testing.T) {
 		var out []Observation
 		for i := len(eps) - 1; i >= 0; i-- {
 			n := eps[i]
-			svcs := map[string]int{"kube-system/kube-dns": 1}
+			svcs := map[string]ProxiedService{"kube-system/kube-dns": {Endpoints: 1}}
 			if n >= 0 {
-				svcs["default/web"] = n
+				svcs["default/web"] = ProxiedService{Endpoints: n, ExternalLocal: n > 3}
 			}
 			out = append(out, ProxyObserved{Node: fmt.Sprintf("worker-%d", i+1), Mode: "iptables", Services: svcs})
 		}
@@ -325,6 +325,8 @@ func TestProxyServiceCheck(t *testing.T) {
 		{name: "other namespace", check: "proxy-service: {name: web, namespace: shop}", after: proxies(3, 3), pass: false},
 		{name: "one silent", check: "proxy-service: {name: web}", after: append([]Observation{ProxyObserved{Node: "worker-2", Unreachable: true}}, proxies(3)...), pass: false},
 		{name: "none seen", check: "proxy-service: {name: web}", pass: false},
+		{name: "Local everywhere", check: "proxy-service: {name: web, externalLocal: true}", after: proxies(4, 4), pass: true},
+		{name: "Local not yet programmed", check: "proxy-service: {name: web, externalLocal: true}", after: proxies(4, 3), pass: false},
 	})
 }
 

@@ -88,8 +88,15 @@ type ProxyObserved struct {
 	// Unreachable says the kube-proxy did not answer.
 	Unreachable bool
 	// Services are the Services its last sync programmed (namespace/name),
-	// each with its ready endpoints (on its port with the most).
-	Services map[string]int
+	// each with its ready endpoints (on its port with the most) and
+	// whether its traffic policies are Local.
+	Services map[string]ProxiedService
+}
+
+// ProxiedService is one Service as a kube-proxy programmed it.
+type ProxiedService struct {
+	Endpoints                    int
+	ExternalLocal, InternalLocal bool
 }
 
 // TrafficObserved is a traffic run (klab traffic) that ended. Only the last

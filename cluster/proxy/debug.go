@@ -44,8 +44,16 @@ type Status struct {
 	NodePortErrors map[int]string `json:"nodePortErrors"`
 	Connections    ConnectionInfo `json:"connections"`
 	// Services maps each Service the last sync programmed (namespace/name)
-	// to its most ready endpoints on one port.
-	Services map[string]int `json:"services"`
+	// to what it programmed.
+	Services map[string]ProgrammedService `json:"services"`
+}
+
+// ProgrammedService is one Service as the last sync programmed it: the
+// ready endpoints of its port with the most, and its traffic policies.
+type ProgrammedService struct {
+	Endpoints     int  `json:"endpoints"`
+	ExternalLocal bool `json:"externalLocal,omitempty"`
+	InternalLocal bool `json:"internalLocal,omitempty"`
 }
 
 // SyncInfo describes one sync.
@@ -136,14 +144,13 @@ func (p *Proxy) debugMux() *http.ServeMux {
 	return mux
 }
 
-// programmedServices maps each Service of snap to the ready endpoints of
-// its port with the most of them.
-func programmedServices(snap *proxier.Snapshot) map[string]int {
-	out := map[string]int{}
+// programmedServices describes each Service of snap.
+func programmedServices(snap *proxier.Snapshot) map[string]ProgrammedService {
+	out := map[string]ProgrammedService{}
 	if snap == nil {
 		return out
 	}
-	for name := range snap.Services {
+	for name, info := range snap.Services {
 		ready := 0
 		for _, ep := range snap.Endpoints[name] {
 			if ep.Ready {
@@ -151,7 +158,7 @@ func programmedServices(snap *proxier.Snapshot) map[string]int {
 			}
 		}
 		key := name.NamespacedName.String()
-		out[key] = max(out[key], ready)
+		out[key] = ProgrammedService{Endpoints: max(out[key].Endpoints, ready), ExternalLocal: info.ExternalPolicyLocal, InternalLocal: info.InternalPolicyLocal}
 	}
 	return out
 }

@@ -14,7 +14,8 @@ import (
 
 // TestProgrammedServices: the status names every proxied Service with the
 // ready endpoints of its best port; a not-ready endpoint does not count,
-// and a headless Service is not programmed at all.
+// a headless Service is not programmed at all, and the Local traffic
+// policies are reported.
 func TestProgrammedServices(t *testing.T) {
 	svc := func(name, ip string, ports ...string) *corev1.Service {
 		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Spec: corev1.ServiceSpec{ClusterIP: ip}}
@@ -37,11 +38,21 @@ func TestProgrammedServices(t *testing.T) {
 		}
 		return s
 	}
+	local := func(s *corev1.Service) *corev1.Service {
+		s.Spec.Type = corev1.ServiceTypeNodePort
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		s.Spec.InternalTrafficPolicy = ptr.To(corev1.ServiceInternalTrafficPolicyLocal)
+		return s
+	}
 	snap := proxier.BuildSnapshot("worker-1",
-		[]*corev1.Service{svc("web", "10.96.0.10", ""), svc("two", "10.96.0.11", "a", "b"), svc("empty", "10.96.0.12", ""), svc("db", corev1.ClusterIPNone, "")},
+		[]*corev1.Service{local(svc("web", "10.96.0.10", "")), svc("two", "10.96.0.11", "a", "b"), svc("empty", "10.96.0.12", ""), svc("db", corev1.ClusterIPNone, "")},
 		[]*discoveryv1.EndpointSlice{slice("web", "", true, false, true), slice("two", "a", true), slice("two", "b", true, true), slice("db", "", true)})
 	got := programmedServices(snap)
-	want := map[string]int{"default/web": 2, "default/two": 2, "default/empty": 0}
+	want := map[string]ProgrammedService{
+		"default/web":   {Endpoints: 2, ExternalLocal: true, InternalLocal: true},
+		"default/two":   {Endpoints: 2},
+		"default/empty": {},
+	}
 	if !maps.Equal(got, want) {
 		t.Errorf("programmedServices = %v, want %v", got, want)
 	}

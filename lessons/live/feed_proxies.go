@@ -58,7 +58,10 @@ func (f *Feed) readProxies() []lessons.Observation {
 			p := lessons.ProxyObserved{Node: n.Name, Unreachable: true}
 			if addr := n.HostAddr("proxy"); addr != "" {
 				if st, err := f.proxyStatus(addr); err == nil {
-					p = lessons.ProxyObserved{Node: n.Name, Mode: st.Mode, Services: st.Services}
+					p = lessons.ProxyObserved{Node: n.Name, Mode: st.Mode, Services: map[string]lessons.ProxiedService{}}
+					for name, s := range st.Services {
+						p.Services[name] = lessons.ProxiedService(s)
+					}
 				}
 			}
 			out[i] = p
