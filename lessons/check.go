@@ -53,6 +53,7 @@ const (
 	KindNodeTaint        CheckKind = "node-taint"
 	KindProxyMode        CheckKind = "proxy-mode"
 	KindTraffic          CheckKind = "traffic"
+	KindProxyService     CheckKind = "proxy-service"
 	KindAll              CheckKind = "all"
 	KindAny              CheckKind = "any"
 )
@@ -62,7 +63,7 @@ var CheckKinds = []CheckKind{
 	KindLeaderElected, KindLeaderChanged, KindNoLeader, KindMemberState, KindMembersRunning,
 	KindRaftClock, KindRaftMessage, KindKeyExists, KindWriteRefused, KindCommandSucceeded,
 	KindNodesReady, KindPodsRunning, KindObject, KindEvent, KindAPIRequest, KindEtcdRequest,
-	KindLeaseHolder, KindNodeCondition, KindNodeTaint, KindProxyMode, KindTraffic, KindAll, KindAny,
+	KindLeaseHolder, KindNodeCondition, KindNodeTaint, KindProxyMode, KindProxyService, KindTraffic, KindAll, KindAny,
 }
 
 // Verdict is a check's judgement of the cluster.
@@ -252,6 +253,8 @@ func (d *decoder) check(n *yaml.Node, path string) Check {
 		return d.proxyMode(params, p)
 	case KindTraffic:
 		return d.traffic(params, p)
+	case KindProxyService:
+		return d.proxyService(params, p)
 	case KindAll:
 		return d.all(params, p)
 	case KindAny:

@@ -1,6 +1,7 @@
 package lessons
 
 import (
+	"fmt"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -15,20 +16,51 @@ import (
 //	proxy-mode: {mode: ipvs}
 type ProxyModeCheck struct{ Mode string }
 
-// TrafficCheck passes when a traffic run (klab traffic) ended since the
-// step began, and in the last one at least MinPods distinct pods answered
-// and at most MaxFailed requests failed (MaxFailed < 0: no bound).
+// ProxyServiceCheck passes when every kube-proxy answers and its last sync
+// programmed the Service Namespace/Name with at least Endpoints ready
+// endpoints (and, with ExternalLocal or InternalLocal, that traffic
+// policy as Local): traffic sent now reaches them from any node. kube-proxy syncs
+// at most once per minSyncPeriod, so a Service just created is not yet
+// programmed everywhere.
 //
-//	traffic: {minPods: 3, maxFailed: 0}
-type TrafficCheck struct {
-	MinPods, MaxFailed int
+//	proxy-service: {name: web, endpoints: 3, externalLocal: true}
+type ProxyServiceCheck struct {
+	Namespace, Name              string
+	Endpoints                    int
+	ExternalLocal, InternalLocal bool
 }
 
-func (ProxyModeCheck) Kind() CheckKind { return KindProxyMode }
-func (TrafficCheck) Kind() CheckKind   { return KindTraffic }
+// TrafficCheck passes when a traffic run (klab traffic) ended since the
+// step began, and in the last one at least MinPods distinct pods answered,
+// at most MaxFailed requests failed (MaxFailed < 0: no bound) and at least
+// MinFailed did. With Mode, every request must have gone through that
+// proxy mode (the run came after a switch); with MaxNodes, the pods that
+// answered ran on at most that many nodes.
+//
+//	traffic: {minPods: 3, maxFailed: 0, mode: ipvs}
+type TrafficCheck struct {
+	MinPods, MaxFailed, MinFailed, MaxNodes int
+	Mode                                    string
+}
 
-func (ProxyModeCheck) Needs() Needs { return Needs{Proxies: true} }
-func (TrafficCheck) Needs() Needs   { return Needs{Traffic: true} }
+func (ProxyModeCheck) Kind() CheckKind    { return KindProxyMode }
+func (TrafficCheck) Kind() CheckKind      { return KindTraffic }
+func (ProxyServiceCheck) Kind() CheckKind { return KindProxyService }
+
+func (ProxyModeCheck) Needs() Needs    { return Needs{Proxies: true} }
+func (TrafficCheck) Needs() Needs      { return Needs{Traffic: true} }
+func (ProxyServiceCheck) Needs() Needs { return Needs{Proxies: true} }
+
+func (c ProxyServiceCheck) Describe() []i18n.Message {
+	out := []i18n.Message{i18n.M("lessons.want.proxy-service", c.Namespace+"/"+c.Name, c.Endpoints)}
+	if c.ExternalLocal {
+		out = append(out, i18n.M("lessons.want.proxy-service-local", "externalTrafficPolicy"))
+	}
+	if c.InternalLocal {
+		out = append(out, i18n.M("lessons.want.proxy-service-local", "internalTrafficPolicy"))
+	}
+	return out
+}
 
 func (c ProxyModeCheck) Describe() []i18n.Message {
 	return []i18n.Message{i18n.M("lessons.want.proxy-mode", c.Mode)}
@@ -38,6 +70,15 @@ func (c TrafficCheck) Describe() []i18n.Message {
 	out := []i18n.Message{i18n.M("lessons.want.traffic", c.MinPods)}
 	if c.MaxFailed >= 0 {
 		out = append(out, i18n.M("lessons.want.traffic-failures", c.MaxFailed))
+	}
+	if c.MinFailed > 0 {
+		out = append(out, i18n.M("lessons.want.traffic-min-failed", c.MinFailed))
+	}
+	if c.Mode != "" {
+		out = append(out, i18n.M("lessons.want.traffic-mode", c.Mode))
+	}
+	if c.MaxNodes > 0 {
+		out = append(out, i18n.M("lessons.want.traffic-nodes", c.MaxNodes))
 	}
 	return out
 }
@@ -80,10 +121,67 @@ func (c TrafficCheck) evaluate(_, now *world) Verdict {
 	}
 	sortStrings(pods)
 	msg := i18n.M("lessons.check.traffic", t.Requests, t.Failed, len(pods), strings.Join(pods, ", "))
-	if len(pods) >= c.MinPods && (c.MaxFailed < 0 || t.Failed <= c.MaxFailed) {
-		return pass(msg)
+	ok := len(pods) >= c.MinPods && (c.MaxFailed < 0 || t.Failed <= c.MaxFailed) && t.Failed >= c.MinFailed
+	reasons := []i18n.Message{msg}
+	if c.Mode != "" && t.Modes[c.Mode] != t.Requests {
+		ok = false
+		modes := make([]string, 0, len(t.Modes))
+		for m, n := range t.Modes {
+			modes = append(modes, fmt.Sprintf("%s %d", m, n))
+		}
+		sortStrings(modes)
+		reasons = append(reasons, i18n.M("lessons.check.traffic-mode", c.Mode, strings.Join(modes, ", ")))
 	}
-	return wait(msg)
+	if c.MaxNodes > 0 {
+		nodes := make([]string, 0, len(t.Nodes))
+		for n, k := range t.Nodes {
+			if k > 0 {
+				nodes = append(nodes, n)
+			}
+		}
+		sortStrings(nodes)
+		if len(nodes) > c.MaxNodes {
+			ok = false
+		}
+		reasons = append(reasons, i18n.M("lessons.check.traffic-nodes", len(nodes), strings.Join(nodes, ", ")))
+	}
+	if ok {
+		return pass(reasons...)
+	}
+	return wait(reasons...)
+}
+
+func (c ProxyServiceCheck) evaluate(_, now *world) Verdict {
+	if len(now.proxies) == 0 {
+		return wait(i18n.M("lessons.check.proxy-unseen"))
+	}
+	nodes := make([]string, 0, len(now.proxies))
+	for n := range now.proxies {
+		nodes = append(nodes, n)
+	}
+	sortStrings(nodes)
+	key := c.Namespace + "/" + c.Name
+	var others []string
+	for _, n := range nodes {
+		p := now.proxies[n]
+		s, programmed := p.Services[key]
+		switch {
+		case p.Unreachable:
+			others = append(others, n+": ?")
+		case !programmed:
+			others = append(others, n+": -")
+		case s.Endpoints < c.Endpoints:
+			others = append(others, fmt.Sprintf("%s: %d", n, s.Endpoints))
+		case c.ExternalLocal && !s.ExternalLocal:
+			others = append(others, n+": externalTrafficPolicy Cluster")
+		case c.InternalLocal && !s.InternalLocal:
+			others = append(others, n+": internalTrafficPolicy Cluster")
+		}
+	}
+	if len(others) > 0 {
+		return wait(i18n.M("lessons.check.proxy-service-others", len(nodes)-len(others), len(nodes), key, c.Endpoints, strings.Join(others, ", ")))
+	}
+	return pass(i18n.M("lessons.check.proxy-service-all", len(nodes), key, c.Endpoints))
 }
 
 func (d *decoder) proxyMode(n *yaml.Node, path string) Check {
@@ -99,12 +197,41 @@ func (d *decoder) proxyMode(n *yaml.Node, path string) Check {
 }
 
 func (d *decoder) traffic(n *yaml.Node, path string) Check {
-	f := d.params(n, path, "minPods", "maxFailed")
+	f := d.params(n, path, "minPods", "maxFailed", "minFailed", "maxNodes", "mode")
 	if f == nil {
 		return nil
 	}
-	return TrafficCheck{
+	c := TrafficCheck{
 		MinPods:   f.integer("minPods", false, 1, 1, maxPods),
 		MaxFailed: f.integer("maxFailed", false, -1, 0, 1_000_000),
+		MinFailed: f.integer("minFailed", false, 0, 1, 1_000_000),
+		MaxNodes:  f.integer("maxNodes", false, 0, 1, maxPods),
 	}
+	c.Mode = d.modeName(f, path)
+	return c
+}
+
+// modeName reads an optional kube-proxy mode.
+func (d *decoder) modeName(f *fields, path string) string {
+	mode, mn := f.str("mode", false)
+	if mn != nil && mode != "" && !contains(proxier.ModeNames, mode) {
+		d.fail(mn, field(path, "mode"), i18n.M("lessons.err.bad-choice", mode, strings.Join(proxier.ModeNames, ", ")))
+	}
+	return mode
+}
+
+func (d *decoder) proxyService(n *yaml.Node, path string) Check {
+	f := d.params(n, path, "name", "namespace", "endpoints", "externalLocal", "internalLocal")
+	if f == nil {
+		return nil
+	}
+	name, _ := f.str("name", true)
+	namespace, _ := f.str("namespace", false)
+	if namespace == "" {
+		namespace = "default"
+	}
+	c := ProxyServiceCheck{Namespace: namespace, Name: name, Endpoints: f.integer("endpoints", false, 1, 0, maxPods)}
+	c.ExternalLocal, _ = f.boolean("externalLocal")
+	c.InternalLocal, _ = f.boolean("internalLocal")
+	return c
 }

@@ -434,7 +434,8 @@ func TestDescribe(t *testing.T) {
 		KindNodeCondition:    "node-condition: {type: Ready, status: Unknown}",
 		KindNodeTaint:        "node-taint: {node: master-1, key: k, effect: NoSchedule, absent: true}",
 		KindProxyMode:        "proxy-mode: {mode: ipvs}",
-		KindTraffic:          "traffic: {minPods: 2, maxFailed: 0}",
+		KindTraffic:          "traffic: {minPods: 2, maxFailed: 0, minFailed: 1, maxNodes: 1, mode: ipvs}",
+		KindProxyService:     "proxy-service: {name: web, namespace: shop, endpoints: 2, externalLocal: true, internalLocal: true}",
 		KindAll:              "all: [no-leader, leader-changed]",
 		KindAny:              "any: [no-leader, leader-changed]",
 	}

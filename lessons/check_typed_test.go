@@ -1,6 +1,7 @@
 package lessons
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -278,6 +279,54 @@ func TestTrafficCheck(t *testing.T) {
 		{name: "failures", check: "traffic: {minPods: 1, maxFailed: 0}", after: []Observation{run(2, "default/web-1")}, pass: false},
 		{name: "the last run counts", check: "traffic: {minPods: 2}", after: []Observation{run(0, "default/web-1"), run(0, "default/web-1", "default/web-2")}, pass: true},
 		{name: "a run before the step", check: "traffic", before: []Observation{run(0, "default/web-1")}, pass: false},
+	})
+}
+
+func TestTrafficCheckModeNodesFailures(t *testing.T) {
+	run := func(failed int, modes map[string]int, nodes map[string]int) TrafficObserved {
+		total := 0
+		for _, n := range modes {
+			total += n
+		}
+		return TrafficObserved{Requests: total, Failed: failed, Pods: map[string]int{"default/web-1": total - failed}, Nodes: nodes, Modes: modes}
+	}
+	one := map[string]int{"worker-1": 10}
+	two := map[string]int{"worker-1": 5, "worker-2": 5}
+	runScenarios(t, []scenario{
+		{name: "in ipvs", check: "traffic: {mode: ipvs}", after: []Observation{run(0, map[string]int{"ipvs": 10}, one)}, pass: true},
+		{name: "half before the switch", check: "traffic: {mode: ipvs}", after: []Observation{run(0, map[string]int{"ipvs": 5, "iptables": 5}, one)}, pass: false},
+		{name: "another mode", check: "traffic: {mode: ipvs}", after: []Observation{run(0, map[string]int{"iptables": 10}, one)}, pass: false},
+		{name: "failures wanted", check: "traffic: {minFailed: 1}", after: []Observation{run(2, map[string]int{"nftables": 10}, one)}, pass: true},
+		{name: "no failure", check: "traffic: {minFailed: 1}", after: []Observation{run(0, map[string]int{"nftables": 10}, one)}, pass: false},
+		{name: "one node", check: "traffic: {maxNodes: 1}", after: []Observation{run(0, map[string]int{"iptables": 10}, one)}, pass: true},
+		{name: "two nodes", check: "traffic: {maxNodes: 1}", after: []Observation{run(0, map[string]int{"iptables": 10}, two)}, pass: false},
+	})
+}
+
+func TestProxyServiceCheck(t *testing.T) {
+	proxies := func(eps ...int) []Observation {
+		// Reported last node first: a step passes as soon as its check
+		// holds, so the node that is behind must be seen before the rest.
+		var out []Observation
+		for i := len(eps) - 1; i >= 0; i-- {
+			n := eps[i]
+			svcs := map[string]ProxiedService{"kube-system/kube-dns": {Endpoints: 1}}
+			if n >= 0 {
+				svcs["default/web"] = ProxiedService{Endpoints: n, ExternalLocal: n > 3}
+			}
+			out = append(out, ProxyObserved{Node: fmt.Sprintf("worker-%d", i+1), Mode: "iptables", Services: svcs})
+		}
+		return out
+	}
+	runScenarios(t, []scenario{
+		{name: "programmed everywhere", check: "proxy-service: {name: web, endpoints: 3}", after: proxies(3, 4), pass: true},
+		{name: "one not yet", check: "proxy-service: {name: web, endpoints: 3}", after: proxies(3, -1), pass: false},
+		{name: "too few endpoints", check: "proxy-service: {name: web, endpoints: 3}", after: proxies(3, 2), pass: false},
+		{name: "other namespace", check: "proxy-service: {name: web, namespace: shop}", after: proxies(3, 3), pass: false},
+		{name: "one silent", check: "proxy-service: {name: web}", after: append([]Observation{ProxyObserved{Node: "worker-2", Unreachable: true}}, proxies(3)...), pass: false},
+		{name: "none seen", check: "proxy-service: {name: web}", pass: false},
+		{name: "Local everywhere", check: "proxy-service: {name: web, externalLocal: true}", after: proxies(4, 4), pass: true},
+		{name: "Local not yet programmed", check: "proxy-service: {name: web, externalLocal: true}", after: proxies(4, 3), pass: false},
 	})
 }
 

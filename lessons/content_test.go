@@ -23,7 +23,7 @@ func TestEmbeddedLessonsLoad(t *testing.T) {
 	for _, l := range lessons {
 		ids = append(ids, l.ID)
 	}
-	want := []string{"cluster-tour", "api-server", "etcd-registry", "raft-election", "quorum", "scheduler", "controllers", "node-failure", "kubelet", "ha-control-plane", "namespaces"}
+	want := []string{"cluster-tour", "api-server", "etcd-registry", "raft-election", "quorum", "scheduler", "controllers", "node-failure", "kubelet", "kube-proxy", "ha-control-plane", "namespaces"}
 	if len(ids) != len(want) {
 		t.Fatalf("lessons %v, want %v", ids, want)
 	}

@@ -67,13 +67,13 @@
 // passes the first time its condition holds.
 //
 // The typed checks (object, event, api-request, etcd-request,
-// lease-holder-changed, node-condition, node-taint, proxy-mode, traffic)
-// read what the cluster saw rather than what was typed where: objects of
-// any kind from watches, Events, every API server's and every etcd
-// member's request stream, the kube-proxies' modes and the last traffic
-// run. A kubectl or etcdctl in a second terminal passes a step as well as
-// the lesson's command line does. Their Needs say what to follow
-// (lessons/live's Feed.Follow).
+// lease-holder-changed, node-condition, node-taint, proxy-mode,
+// proxy-service, traffic) read what the cluster saw rather than what was
+// typed where: objects of any kind from watches, Events, every API
+// server's and every etcd member's request stream, the kube-proxies' modes
+// and programmed Services, and the last traffic run. A kubectl or etcdctl
+// in a second terminal passes a step as well as the lesson's command line
+// does. Their Needs say what to follow (lessons/live's Feed.Follow).
 //
 // # Progress
 //

@@ -87,6 +87,16 @@ type ProxyObserved struct {
 	Mode string
 	// Unreachable says the kube-proxy did not answer.
 	Unreachable bool
+	// Services are the Services its last sync programmed (namespace/name),
+	// each with its ready endpoints (on its port with the most) and
+	// whether its traffic policies are Local.
+	Services map[string]ProxiedService
+}
+
+// ProxiedService is one Service as a kube-proxy programmed it.
+type ProxiedService struct {
+	Endpoints                    int
+	ExternalLocal, InternalLocal bool
 }
 
 // TrafficObserved is a traffic run (klab traffic) that ended. Only the last
@@ -100,6 +110,10 @@ type TrafficObserved struct {
 	// Pods are the pods that answered (namespace/name), each with how many
 	// requests it answered.
 	Pods map[string]int
+	// Nodes counts the answered requests by the node of the pod that
+	// answered; Modes counts every request by the proxy mode that handled
+	// it.
+	Nodes, Modes map[string]int
 }
 
 func (ObjectObserved) observation()      {}

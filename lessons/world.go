@@ -119,9 +119,11 @@ func (w *world) apply(obs Observation) {
 	case EtcdRequestObserved:
 		w.etcdRequests = appendBounded(w.etcdRequests, o)
 	case ProxyObserved:
+		o.Services = maps.Clone(o.Services)
 		w.proxies[o.Node] = o
 	case TrafficObserved:
 		o.Pods = maps.Clone(o.Pods)
+		o.Nodes, o.Modes = maps.Clone(o.Nodes), maps.Clone(o.Modes)
 		w.traffic = &o
 	}
 }

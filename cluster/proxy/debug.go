@@ -9,6 +9,7 @@ import (
 
 	"github.com/klab-dev/klab/cluster/internal/componentbase"
 	"github.com/klab-dev/klab/cluster/internal/eventstream"
+	"github.com/klab-dev/klab/cluster/proxy/proxier"
 )
 
 // Status is the proxy's state, as GET /debug/klab/status serves it.
@@ -42,6 +43,17 @@ type Status struct {
 	NodePorts      []int          `json:"nodePorts"`
 	NodePortErrors map[int]string `json:"nodePortErrors"`
 	Connections    ConnectionInfo `json:"connections"`
+	// Services maps each Service the last sync programmed (namespace/name)
+	// to what it programmed.
+	Services map[string]ProgrammedService `json:"services"`
+}
+
+// ProgrammedService is one Service as the last sync programmed it: the
+// ready endpoints of its port with the most, and its traffic policies.
+type ProgrammedService struct {
+	Endpoints     int  `json:"endpoints"`
+	ExternalLocal bool `json:"externalLocal,omitempty"`
+	InternalLocal bool `json:"internalLocal,omitempty"`
 }
 
 // SyncInfo describes one sync.
@@ -85,6 +97,7 @@ func (p *Proxy) Status() Status {
 		s.Mode, s.ModeSince = g.mode.Name(), g.since
 	}
 	s.MinSyncPeriod, s.SyncPeriod = p.runner.Intervals()
+	s.Services = programmedServices(st.snapshot)
 	s.NodePorts, s.NodePortErrors = p.nodePorts.listening()
 	return s
 }
@@ -129,4 +142,23 @@ func (p *Proxy) debugMux() *http.ServeMux {
 		eventstream.Serve(w, r, p.hub, eventstream.Options[Event]{Status: func() any { return p.Status() }, Done: p.ctx.Done()})
 	})
 	return mux
+}
+
+// programmedServices describes each Service of snap.
+func programmedServices(snap *proxier.Snapshot) map[string]ProgrammedService {
+	out := map[string]ProgrammedService{}
+	if snap == nil {
+		return out
+	}
+	for name, info := range snap.Services {
+		ready := 0
+		for _, ep := range snap.Endpoints[name] {
+			if ep.Ready {
+				ready++
+			}
+		}
+		key := name.NamespacedName.String()
+		out[key] = ProgrammedService{Endpoints: max(out[key].Endpoints, ready), ExternalLocal: info.ExternalPolicyLocal, InternalLocal: info.InternalPolicyLocal}
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package live
 import (
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"sync"
 	"time"
@@ -26,7 +27,7 @@ func (f *Feed) followProxies() {
 			var changed []lessons.Observation
 			for _, o := range f.readProxies() {
 				p := o.(lessons.ProxyObserved)
-				if last[p.Node] != p {
+				if prev, seen := last[p.Node]; !seen || !sameProxy(prev, p) {
 					last[p.Node] = p
 					changed = append(changed, p)
 				}
@@ -41,6 +42,11 @@ func (f *Feed) followProxies() {
 	}()
 }
 
+// sameProxy says a and b report the same state.
+func sameProxy(a, b lessons.ProxyObserved) bool {
+	return a.Node == b.Node && a.Mode == b.Mode && a.Unreachable == b.Unreachable && maps.Equal(a.Services, b.Services)
+}
+
 // readProxies asks every node's kube-proxy for its status at once.
 func (f *Feed) readProxies() []lessons.Observation {
 	out := make([]lessons.Observation, len(f.info.Nodes))
@@ -52,7 +58,10 @@ func (f *Feed) readProxies() []lessons.Observation {
 			p := lessons.ProxyObserved{Node: n.Name, Unreachable: true}
 			if addr := n.HostAddr("proxy"); addr != "" {
 				if st, err := f.proxyStatus(addr); err == nil {
-					p = lessons.ProxyObserved{Node: n.Name, Mode: st.Mode}
+					p = lessons.ProxyObserved{Node: n.Name, Mode: st.Mode, Services: map[string]lessons.ProxiedService{}}
+					for name, s := range st.Services {
+						p.Services[name] = lessons.ProxiedService(s)
+					}
 				}
 			}
 			out[i] = p

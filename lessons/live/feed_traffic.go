@@ -1,6 +1,7 @@
 package live
 
 import (
+	"maps"
 	"os"
 	"time"
 
@@ -52,9 +53,11 @@ func modTime(path string) time.Time {
 }
 
 func trafficObserved(r *traffic.Report) lessons.TrafficObserved {
-	o := lessons.TrafficObserved{Target: r.Target, Requests: r.Requests, Failed: r.Failed, Pods: map[string]int{}}
+	o := lessons.TrafficObserved{Target: r.Target, Requests: r.Requests, Failed: r.Failed,
+		Pods: map[string]int{}, Nodes: map[string]int{}, Modes: maps.Clone(r.Modes)}
 	for _, p := range r.Pods {
 		o.Pods[p.Namespace+"/"+p.Pod] += p.Count
+		o.Nodes[p.Node] += p.Count
 	}
 	return o
 }
