@@ -58,6 +58,7 @@ race:
 ## package that has some, and last the race detector (make race)
 bench:
 	$(GO) run ./bench/etcd/cmd/etcdbench
+	KLAB_LINW=1 KLAB_LINW_RUNS=10 $(GO) test -count=1 -timeout 30m -run '^TestLinearizabilityWide$$' -v ./cluster/etcd/
 	KLAB_QUOTA_BYTES=1073741824 $(GO) test -count=1 -timeout 40m -run '^TestSpaceQuotaAlarm$$' -v ./cluster/etcd/
 	$(GO) test -count=1 -timeout 20m -run '^TestSnapshotRestoreBringsDeploymentBack$$' -v ./cluster/lab/
 	$(GO) run ./bench/proxy/cmd/proxybench

@@ -75,6 +75,14 @@ func waitConverged(t testing.TB, c *etcdtest.Cluster, timeout time.Duration) int
 	deadline := time.Now().Add(timeout)
 	for {
 		lead = c.Leader()
+		if lead < 0 {
+			var desc []string
+			for _, i := range running(c) {
+				st := status(c, i)
+				desc = append(desc, fmt.Sprintf("%s: %s term %d leader %s commit %d applied %d", st.Name, st.State, st.Term, st.Leader, st.Commit, st.Applied))
+			}
+			last = "no agreed leader: " + fmt.Sprint(desc)
+		}
 		if lead >= 0 && len(leaders(c, running(c))) == 1 {
 			ls := status(c, lead)
 			same := true
