@@ -180,29 +180,8 @@ func (p *Proxy) acceptClusterIP(addr netip.AddrPort, ln net.Listener) {
 // serveClusterIP forwards one TCP connection to a ClusterIP to the
 // endpoint the mode picks; one that reaches no endpoint is reset.
 func (p *Proxy) serveClusterIP(addr netip.AddrPort, client net.Conn) {
-	if !p.conns.add(client) {
-		return
-	}
-	defer p.conns.remove(client)
 	svc, ok := p.routes.Load().byClusterIP[addr]
-	if !ok {
-		reset(client)
-		return
-	}
-	b, err := p.connect(svc, viaClusterIP, remoteIP(client.RemoteAddr()))
-	if err != nil {
-		p.log.Debug("ClusterIP connection failed", "address", addr, "service", svc, "err", err)
-		reset(client)
-		return
-	}
-	defer b.release()
-	if !p.conns.add(b.conn) {
-		b.conn.Close()
-		client.Close()
-		return
-	}
-	defer p.conns.remove(b.conn)
-	splice(client, client, b.conn)
+	p.forward(client, svc, ok, viaClusterIP, "address", addr)
 }
 
 // udpService is the socket of one UDP ClusterIP:port and its flows: each

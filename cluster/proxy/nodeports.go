@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/klab-dev/klab/cluster/proxy/proxier"
 )
 
 // acceptRetry is the pause after a failed Accept that is not the
@@ -134,18 +136,27 @@ func (p *Proxy) acceptNodePort(port int, ln net.Listener) {
 // the connection was accepted; a connection that reaches no endpoint is
 // reset, as a refused one would be.
 func (p *Proxy) serveNodePort(port int, client net.Conn) {
+	svc, ok := p.routes.Load().byNodePort[port]
+	p.forward(client, svc, ok, viaNodePort, "port", port)
+}
+
+// forward splices an accepted TCP connection to the endpoint the mode
+// picks for svc (found: the address served one when the connection came),
+// the one path of NodePort and ClusterIP connections; a connection that
+// reaches no endpoint is reset, as a refused one would be. where names the
+// address it came to, for the log.
+func (p *Proxy) forward(client net.Conn, svc proxier.ServicePortName, found bool, via proxier.EntryKind, where string, at any) {
 	if !p.conns.add(client) {
 		return
 	}
 	defer p.conns.remove(client)
-	svc, ok := p.routes.Load().byNodePort[port]
-	if !ok {
+	if !found {
 		reset(client)
 		return
 	}
-	b, err := p.connect(svc, viaNodePort, remoteIP(client.RemoteAddr()))
+	b, err := p.connect(svc, via, remoteIP(client.RemoteAddr()))
 	if err != nil {
-		p.log.Debug("NodePort connection failed", "port", port, "service", svc, "err", err)
+		p.log.Debug("connection failed", where, at, "via", via, "service", svc, "err", err)
 		reset(client)
 		return
 	}
