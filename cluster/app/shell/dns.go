@@ -125,8 +125,14 @@ func nslookup(t *tool, args []string) int {
 	if arpa, err := dns.ReverseAddr(host); err == nil && net.ParseIP(host) != nil {
 		names, qtypes = []string{arpa}, []uint16{dns.TypePTR}
 	}
+	// As a resolver does, the names of the search list are tried in turn
+	// and only the first that answers is printed; the ones that did not
+	// exist are no news to the reader. When none answers, the name as
+	// typed is reported once, with the last name's answer code.
+	failed := ""
 	for _, name := range names {
-		found, failed := false, ""
+		found := false
+		failed = ""
 		for _, qt := range qtypes {
 			r, _, err := t.exchange(t.ctx, server, name, qt)
 			if err != nil {
@@ -151,15 +157,12 @@ func nslookup(t *tool, args []string) int {
 			fmt.Fprintln(t.stdout)
 			return 0
 		}
-		if failed == "" {
-			failed = "NXDOMAIN"
-			if len(names) == 1 {
-				fmt.Fprintf(t.stdout, "*** Can't find %s: No answer\n\n", strings.TrimSuffix(name, "."))
-				return 1
-			}
-		}
-		fmt.Fprintf(t.stdout, "** server can't find %s: %s\n\n", strings.TrimSuffix(name, "."), failed)
 	}
+	if failed == "" {
+		fmt.Fprintf(t.stdout, "*** Can't find %s: No answer\n\n", strings.TrimSuffix(host, "."))
+		return 1
+	}
+	fmt.Fprintf(t.stdout, "** server can't find %s: %s\n\n", strings.TrimSuffix(host, "."), failed)
 	return 1
 }
 

@@ -62,21 +62,21 @@ func TestNslookup(t *testing.T) {
 			args     []string
 			wantCode int
 			want     []string
+			wantNot  []string
 		}{
-			{[]string{"nslookup", "web"}, 0, []string{"Server:\t\t10.96.0.10\nAddress:\t10.96.0.10:53\n", "Name:\tweb.default.svc.cluster.local\nAddress: 10.96.0.50\n"}},
-			{[]string{"nslookup", "web.default"}, 0, []string{"** server can't find web.default.default.svc.cluster.local: NXDOMAIN", "Address: 10.96.0.50\n"}},
-			{[]string{"nslookup", "-type=srv", "_http._tcp.web"}, 0, []string{"_http._tcp.web.default.svc.cluster.local\tservice = 0 100 80 web.default.svc.cluster.local\n"}},
-			{[]string{"nslookup", "10.96.0.50"}, 0, []string{"50.0.96.10.in-addr.arpa\tname = web.default.svc.cluster.local\n"}},
-			{[]string{"nslookup", "nope"}, 1, []string{
-				"** server can't find nope.default.svc.cluster.local: NXDOMAIN", "** server can't find nope.cluster.local: NXDOMAIN",
-				// Outside the cluster domain there is no upstream.
-				"** server can't find nope: SERVFAIL",
-			}},
-			{[]string{"dig", "+short", "web.default.svc.cluster.local"}, 0, []string{"10.96.0.50\n"}},
-			{[]string{"dig", "web", "+search"}, 0, []string{"status: NOERROR", "web.default.svc.cluster.local.\t30\tIN\tA\t10.96.0.50", ";; SERVER: 10.96.0.10#53(10.96.0.10)"}},
-			{[]string{"dig", "web"}, 0, []string{"status: SERVFAIL"}},
-			{[]string{"dig", "nope.default.svc.cluster.local", "A"}, 0, []string{"status: NXDOMAIN", "cluster.local.\t30\tIN\tSOA\tns.dns.cluster.local. hostmaster.cluster.local."}},
-			{[]string{"dig", "-x", "10.96.0.50", "+short"}, 0, []string{"web.default.svc.cluster.local.\n"}},
+			{[]string{"nslookup", "web"}, 0, []string{"Server:\t\t10.96.0.10\nAddress:\t10.96.0.10:53\n", "Name:\tweb.default.svc.cluster.local\nAddress: 10.96.0.50\n"}, nil},
+			// The search list's misses are not printed: only the name that answered.
+			{[]string{"nslookup", "web.default"}, 0, []string{"Name:\tweb.default.svc.cluster.local\nAddress: 10.96.0.50\n"}, []string{"can't find"}},
+			{[]string{"nslookup", "-type=srv", "_http._tcp.web"}, 0, []string{"_http._tcp.web.default.svc.cluster.local\tservice = 0 100 80 web.default.svc.cluster.local\n"}, nil},
+			{[]string{"nslookup", "10.96.0.50"}, 0, []string{"50.0.96.10.in-addr.arpa\tname = web.default.svc.cluster.local\n"}, nil},
+			// Outside the cluster domain there is no upstream: the last
+			// name tried, the bare one, fails so, and is reported once.
+			{[]string{"nslookup", "nope"}, 1, []string{"** server can't find nope: SERVFAIL\n"}, []string{"nope.default.svc.cluster.local", "NXDOMAIN"}},
+			{[]string{"dig", "+short", "web.default.svc.cluster.local"}, 0, []string{"10.96.0.50\n"}, nil},
+			{[]string{"dig", "web", "+search"}, 0, []string{"status: NOERROR", "web.default.svc.cluster.local.\t30\tIN\tA\t10.96.0.50", ";; SERVER: 10.96.0.10#53(10.96.0.10)"}, nil},
+			{[]string{"dig", "web"}, 0, []string{"status: SERVFAIL"}, nil},
+			{[]string{"dig", "nope.default.svc.cluster.local", "A"}, 0, []string{"status: NXDOMAIN", "cluster.local.\t30\tIN\tSOA\tns.dns.cluster.local. hostmaster.cluster.local."}, nil},
+			{[]string{"dig", "-x", "10.96.0.50", "+short"}, 0, []string{"web.default.svc.cluster.local.\n"}, nil},
 		}
 		for _, tt := range tests {
 			out, errOut, code, err := run(t, cfg, "", tt.args...)
@@ -87,6 +87,11 @@ func TestNslookup(t *testing.T) {
 			for _, w := range tt.want {
 				if !strings.Contains(out, w) {
 					t.Errorf("stream=%v %q printed\n%s\nwithout %q", stream, tt.args, out, w)
+				}
+			}
+			for _, w := range tt.wantNot {
+				if strings.Contains(out, w) {
+					t.Errorf("stream=%v %q printed\n%s\nwith %q", stream, tt.args, out, w)
 				}
 			}
 		}
