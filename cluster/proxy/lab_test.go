@@ -50,7 +50,13 @@ type lab struct {
 // one (see hostIP), else 127.0.subnet.1.
 func newLab(t *testing.T, subnet int) *lab {
 	t.Helper()
-	c := apiservertest.New(t, apiservertest.Options{})
+	return newLabWith(t, subnet, apiservertest.Options{})
+}
+
+// newLabWith is newLab with the API server started with opts.
+func newLabWith(t *testing.T, subnet int, opts apiservertest.Options) *lab {
+	t.Helper()
+	c := apiservertest.New(t, opts)
 	l := &lab{t: t, cluster: c, cs: c.Client(), ns: "lab", subnet: subnet, nodeIP: netip.AddrFrom4([4]byte{127, 0, byte(subnet), 1})}
 	// KLAB_TEST_LOOPBACK_NODE=1 keeps the node on loopback, as on a host
 	// without another address.
@@ -107,11 +113,18 @@ func (l *lab) nodePortUsable(t *testing.T, mode string) bool {
 // startProxy starts a kube-proxy for node on the lab's node IP.
 func (l *lab) startProxy(node string) *Proxy {
 	l.t.Helper()
+	return l.startProxyWith(node, nil)
+}
+
+// startProxyWith is startProxy with tune applied to the configuration
+// first.
+func (l *lab) startProxyWith(node string, tune func(*Config)) *Proxy {
+	l.t.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	if os.Getenv("KLAB_TEST_LOG") != "" {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	p, err := New(Config{
+	p, err := newTuned(Config{
 		REST:     l.cluster.Config(0, auth.KubeProxy),
 		NodeName: node,
 		NodeIP:   l.nodeIP,
@@ -119,7 +132,7 @@ func (l *lab) startProxy(node string) *Proxy {
 		Listen:   "127.0.0.1:0",
 		Speed:    testSpeed,
 		Logger:   logger,
-	})
+	}, tune)
 	if err != nil {
 		l.t.Fatal(err)
 	}
@@ -135,6 +148,14 @@ func (l *lab) startProxy(node string) *Proxy {
 		}
 	})
 	return p
+}
+
+// newTuned is New with tune, when not nil, applied to cfg first.
+func newTuned(cfg Config, tune func(*Config)) (*Proxy, error) {
+	if tune != nil {
+		tune(&cfg)
+	}
+	return New(cfg)
 }
 
 // backends are tiny HTTP servers on their own loopback IPs, sharing one
