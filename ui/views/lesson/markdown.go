@@ -48,3 +48,52 @@ func isListItem(s string) bool {
 func hardBreak(l string) bool {
 	return strings.HasSuffix(l, "  ") || strings.HasSuffix(l, "\\")
 }
+
+// unwrapParagraphs joins the lines of each paragraph, and a list item's
+// lazy continuation lines, into one line, as Markdown reads a soft line
+// break: a space. The pane renders without glamour's wrapping (which
+// wraps each styled run on its own) and wraps the lines itself, so a
+// break written in the lesson's YAML must not survive as a line of its
+// own. Code (fenced, or indented after a blank line), headings, quotes,
+// tables, rules and hard breaks are left as they are.
+func unwrapParagraphs(md string) string {
+	var out []string
+	inPara, inCode, fenced := false, false, false
+	for _, l := range strings.Split(md, "\n") {
+		trimmed := strings.TrimSpace(l)
+		indented := strings.HasPrefix(l, "    ") || strings.HasPrefix(l, "\t")
+		switch {
+		case strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~"):
+			fenced, inPara, inCode = !fenced, false, false
+		case fenced:
+		case trimmed == "":
+			// A blank line ends a paragraph, not indented code.
+			inPara = false
+		case inCode && indented:
+		case inPara && joinable(trimmed) && !hardBreak(out[len(out)-1]):
+			out[len(out)-1] = strings.TrimRight(out[len(out)-1], " ") + " " + trimmed
+			continue
+		case indented && (len(out) == 0 || strings.TrimSpace(out[len(out)-1]) == ""):
+			inCode, inPara = true, false
+		default:
+			inCode, inPara = false, joinable(trimmed) || isListItem(trimmed)
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
+
+// joinable reports whether a line, without its indent, can continue a
+// paragraph: not a heading, quote, table row, rule, list item or HTML.
+func joinable(s string) bool {
+	if isListItem(s) || strings.HasPrefix(s, "|") || strings.HasPrefix(s, "<") {
+		return false
+	}
+	if strings.HasPrefix(s, "#") || strings.HasPrefix(s, ">") {
+		return false
+	}
+	if t := strings.ReplaceAll(s, " ", ""); len(t) >= 3 && (strings.Trim(t, "-") == "" || strings.Trim(t, "=") == "" || strings.Trim(t, "*") == "" || strings.Trim(t, "_") == "") {
+		return false
+	}
+	return true
+}

@@ -511,27 +511,96 @@ func renderMarkdown(md string, width int, dark, colour bool) string {
 	zero := uint(0)
 	cfg.Document.Margin = &zero
 	cfg.Document.BlockPrefix, cfg.Document.BlockSuffix = "", ""
-	// glamour leaves a list item's bullet and a quote's bar out of the
-	// width it wraps to, so those lines came out up to two cells too wide
-	// and lost their last word to the pane's edge: wrap two cells short.
-	r, err := glamour.NewTermRenderer(glamour.WithStyles(cfg), glamour.WithWordWrap(max(width-2, 1)))
+	// glamour wraps each styled run of a paragraph on its own, which left
+	// a word alone on a line after inline code or an ellipsis ("would"
+	// under "as iptables-save"), and leaves a bullet or a quote's bar out
+	// of the width. So glamour renders without wrapping, and each line is
+	// wrapped here, by the cells it takes, under its own prefix.
+	r, err := glamour.NewTermRenderer(glamour.WithStyles(cfg), glamour.WithWordWrap(0))
 	if err != nil {
 		return md
 	}
-	out, err := r.Render(md)
+	out, err := r.Render(unwrapParagraphs(md))
 	if err != nil {
 		return md
 	}
-	// glamour pads every line to the wrap width and adds blank lines
-	// around the document; the pane pads itself. A word longer than a
-	// line (a path, a flag after a hyphen) glamour leaves whole: it is
-	// wrapped here rather than lose its end to the pane's edge.
 	var lines []string
 	for _, l := range strings.Split(strings.Trim(out, "\n"), "\n") {
-		l = strings.TrimRight(l, " ")
-		lines = append(lines, wrapWide(l, width)...)
+		lines = append(lines, wrapUnder(trimRightStyled(l), width)...)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// trimRightStyled removes the blanks at the end of a styled line, styled
+// or not.
+func trimRightStyled(l string) string {
+	plain := xansi.Strip(l)
+	keep := common.Width(strings.TrimRight(plain, " "))
+	if keep == common.Width(plain) {
+		return l
+	}
+	return xansi.Truncate(l, keep, "")
+}
+
+// linePrefix returns how many cells at the start of a rendered line are
+// its prefix (indent, a quote's bar, a list's bullet or number), and
+// whether the prefix repeats on every wrapped line (a quote's bar) rather
+// than turning into blanks (a bullet's hanging indent).
+func linePrefix(plain string) (cells int, repeat bool) {
+	rs := []rune(plain)
+	i := 0
+	for i < len(rs) {
+		switch {
+		case rs[i] == ' ':
+			i++
+		case (rs[i] == '│' || rs[i] == '|') && i+1 < len(rs) && rs[i+1] == ' ':
+			repeat = true
+			i += 2
+		case (rs[i] == '•' || rs[i] == '-' || rs[i] == '*') && i+1 < len(rs) && rs[i+1] == ' ':
+			i += 2
+			return common.Width(string(rs[:i])), repeat
+		case rs[i] >= '0' && rs[i] <= '9':
+			j := i
+			for j < len(rs) && rs[j] >= '0' && rs[j] <= '9' {
+				j++
+			}
+			if j+1 < len(rs) && rs[j] == '.' && rs[j+1] == ' ' {
+				return common.Width(string(rs[:j+2])), repeat
+			}
+			return common.Width(string(rs[:i])), repeat
+		default:
+			return common.Width(string(rs[:i])), repeat
+		}
+	}
+	return common.Width(string(rs[:i])), repeat
+}
+
+// wrapUnder wraps a rendered line to width cells: the text after its
+// prefix is wrapped at spaces (through a word only where one is wider than
+// the line), and each further line starts under the text, with the quote
+// bar again where the prefix had one.
+func wrapUnder(l string, width int) []string {
+	if common.Width(l) <= width {
+		return []string{l}
+	}
+	cells, repeat := linePrefix(xansi.Strip(l))
+	if cells > width/2 {
+		cells, repeat = 0, false
+	}
+	prefix, rest := xansi.Cut(l, 0, cells), xansi.Cut(l, cells, common.Width(l))
+	cont := strings.Repeat(" ", cells)
+	if repeat {
+		cont = prefix
+	}
+	var out []string
+	for i, part := range wrapWide(rest, width-cells) {
+		if i == 0 {
+			out = append(out, prefix+part)
+		} else {
+			out = append(out, cont+part)
+		}
+	}
+	return out
 }
 
 // wrapWide wraps a line wider than width: at spaces where it can, and
