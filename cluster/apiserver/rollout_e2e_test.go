@@ -233,6 +233,10 @@ func TestDaemonSetRolloutHistoryAndUndo(t *testing.T) {
 		}
 	}
 
+	// Described by the OpenAPI documents as every served kind is.
+	wantMatch(t, "kubectl explain", k.ok(ctx, t, "explain", "controllerrevisions.revision"),
+		`GROUP:\s+apps`, `KIND:\s+ControllerRevision`, `VERSION:\s+v1`, `FIELD:\s+revision\s+<integer>`)
+
 	wantLines(t, "rollout undo", k.ok(ctx, t, append(ns, "rollout", "undo", "ds/agent")...), "daemonset.apps/agent rolled back")
 	status()
 	if ds, err = cs.AppsV1().DaemonSets(rolloutNamespace).Get(ctx, "agent", metav1.GetOptions{}); err != nil || ds.Spec.Template.Spec.Containers[0].Image != "klab/app:v2" {
