@@ -293,6 +293,7 @@ func TestKubectl(t *testing.T) {
 			"deployments deploy apps/v1 true Deployment",
 			"replicasets rs apps/v1 true ReplicaSet",
 			"daemonsets ds apps/v1 true DaemonSet",
+			"controllerrevisions apps/v1 true ControllerRevision",
 			"jobs batch/v1 true Job",
 			"leases coordination.k8s.io/v1 true Lease",
 			"endpointslices discovery.k8s.io/v1 true EndpointSlice",

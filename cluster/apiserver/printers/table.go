@@ -62,6 +62,7 @@ var handlers = map[reflect.Type]handler{
 	reflect.TypeFor[*appsv1.ReplicaSet]():                        typed(replicaSetColumns, printReplicaSet),
 	reflect.TypeFor[*appsv1.DaemonSet]():                         typed(daemonSetColumns, printDaemonSet),
 	reflect.TypeFor[*appsv1.StatefulSet]():                       typed(statefulSetColumns, printStatefulSet),
+	reflect.TypeFor[*appsv1.ControllerRevision]():                typed(controllerRevisionColumns, printControllerRevision),
 	reflect.TypeFor[*batchv1.Job]():                              typed(jobColumns, printJob),
 	reflect.TypeFor[*batchv1.CronJob]():                          typed(cronJobColumns, printCronJob),
 	reflect.TypeFor[*coordinationv1.Lease]():                     typed(leaseColumns, printLease),

@@ -116,7 +116,7 @@ func TestEveryPrinterFillsItsColumns(t *testing.T) {
 // intCellInStringColumn are the columns upstream declares "string" but fills
 // with a number; kubectl prints either the same way.
 var intCellInStringColumn = map[string]bool{
-	"Up-to-date": true, "Available": true, "Data": true, "Secrets": true, "Count": true,
+	"Up-to-date": true, "Available": true, "Data": true, "Secrets": true, "Count": true, "Revision": true,
 }
 
 func TestListRowsInOrder(t *testing.T) {

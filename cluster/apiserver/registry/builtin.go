@@ -37,6 +37,7 @@ func builtin() []*Resource {
 		{GroupVersionResource: gvr("", "v1", "serviceaccounts"), Kind: "ServiceAccount", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubToken}, ShortNames: []string{"sa"}},
 		{GroupVersionResource: gvr("", "v1", "services"), Kind: "Service", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubProxy, SubStatus}, ShortNames: []string{"svc"}, Categories: []string{"all"}, FieldLabels: serviceFields},
 		// apps/v1
+		{GroupVersionResource: gvr("apps", "v1", "controllerrevisions"), Kind: "ControllerRevision", Namespaced: true, Verbs: allVerbs},
 		{GroupVersionResource: gvr("apps", "v1", "daemonsets"), Kind: "DaemonSet", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubStatus}, ShortNames: []string{"ds"}, Categories: []string{"all"}},
 		{GroupVersionResource: gvr("apps", "v1", "deployments"), Kind: "Deployment", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubScale, SubStatus}, ShortNames: []string{"deploy"}, Categories: []string{"all"}},
 		{GroupVersionResource: gvr("apps", "v1", "statefulsets"), Kind: "StatefulSet", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubScale, SubStatus}, ShortNames: []string{"sts"}, Categories: []string{"all"}},

@@ -65,6 +65,8 @@ func ValidateCreate(obj runtime.Object) field.ErrorList {
 		allErrs = validateDaemonSet(o)
 	case *appsv1.StatefulSet:
 		allErrs = validateStatefulSet(o)
+	case *appsv1.ControllerRevision:
+		allErrs = validateControllerRevision(o)
 	case *batchv1.Job:
 		allErrs = validateJob(o)
 	case *batchv1.CronJob:
@@ -145,6 +147,8 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		return withOld(o, old, validateDaemonSetUpdate)
 	case *appsv1.StatefulSet:
 		return withOld(o, old, validateStatefulSetUpdate)
+	case *appsv1.ControllerRevision:
+		return withOld(o, old, validateControllerRevisionUpdate)
 	case *batchv1.Job:
 		return withOld(o, old, validateJobUpdate)
 	case *batchv1.CronJob:

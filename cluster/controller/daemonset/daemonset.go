@@ -12,13 +12,10 @@
 // disk/memory/pid pressure, unschedulable) that would keep or evict other
 // pods, since a node's daemons must run on it regardless.
 //
-// klab's API server has no controllerrevisions resource, so the
-// DaemonSet's history lives nowhere: the template hash that upstream
-// reads from the current ControllerRevision's controller-revision-hash
-// label is computed here from the template directly (the same
-// ComputeHash over the same template, so the same value for a new
-// revision). `kubectl rollout history/undo daemonset` therefore has
-// nothing to show or restore.
+// Its history is kept as upstream's: a ControllerRevision per distinct
+// template, whose controller-revision-hash label is the one its
+// up-to-date pods carry (history.go), so `kubectl rollout history` and
+// `kubectl rollout undo` work on a DaemonSet.
 package daemonset
 
 import (
@@ -74,10 +71,11 @@ type Controller struct {
 	podControl controllerutil.PodControl
 	recorder   record.EventRecorder
 
-	dsLister   appslisters.DaemonSetLister
-	podLister  corelisters.PodLister
-	nodeLister corelisters.NodeLister
-	synced     []cache.InformerSynced
+	dsLister      appslisters.DaemonSetLister
+	historyLister appslisters.ControllerRevisionLister
+	podLister     corelisters.PodLister
+	nodeLister    corelisters.NodeLister
+	synced        []cache.InformerSynced
 
 	// queue holds DaemonSet keys.
 	queue        workqueue.TypedRateLimitingInterface[string]
@@ -102,12 +100,14 @@ func newController(c controllerctx.Context) (*Controller, error) {
 	dsInformer := c.Informers.Apps().V1().DaemonSets()
 	podInformer := c.Informers.Core().V1().Pods()
 	nodeInformer := c.Informers.Core().V1().Nodes()
+	historyInformer := c.Informers.Apps().V1().ControllerRevisions()
 	recorder := c.Recorder(EventSource)
 	dsc := &Controller{
 		client:            c.Client,
 		podControl:        controllerutil.PodControl{Client: c.Client, Recorder: recorder},
 		recorder:          recorder,
 		dsLister:          dsInformer.Lister(),
+		historyLister:     historyInformer.Lister(),
 		podLister:         podInformer.Lister(),
 		nodeLister:        nodeInformer.Lister(),
 		queue:             controllerutil.NewQueue[string](Name),
@@ -120,6 +120,7 @@ func newController(c controllerctx.Context) (*Controller, error) {
 	var err error
 	dsc.synced, err = controllerutil.AddEventHandlers(
 		controllerutil.EventHandler{Informer: dsInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: dsc.addDaemonSet, UpdateFunc: dsc.updateDaemonSet, DeleteFunc: dsc.deleteDaemonSet}},
+		controllerutil.EventHandler{Informer: historyInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: dsc.addHistory, UpdateFunc: dsc.updateHistory, DeleteFunc: dsc.deleteHistory}},
 		controllerutil.EventHandler{Informer: podInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: dsc.addPod, UpdateFunc: dsc.updatePod, DeleteFunc: dsc.deletePod}},
 		controllerutil.EventHandler{Informer: nodeInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: dsc.addNode, UpdateFunc: dsc.updateNode, DeleteFunc: dsc.deleteNode}},
 	)

@@ -17,7 +17,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
 	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil/controllertest"
+	"github.com/klab-dev/klab/cluster/controller/internal/history"
 )
 
 var now = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -88,8 +90,40 @@ func ready(p *corev1.Pod) {
 
 func unbound(p *corev1.Pod) { p.Spec.NodeName = "" }
 
+// templateHash is the controller-revision-hash of ds's current template.
+func templateHash(ds *appsv1.DaemonSet) string {
+	return controllerutil.ComputeHash(&ds.Spec.Template, ds.Status.CollisionCount)
+}
+
+// currentRevision is the ControllerRevision of ds's template, as the
+// controller stores it.
+func currentRevision(t *testing.T, ds *appsv1.DaemonSet, revision int64) *appsv1.ControllerRevision {
+	t.Helper()
+	patch, err := history.TemplatePatch(ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := templateHash(ds)
+	return &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: history.Name(ds.Name, hash), Namespace: ds.Namespace, UID: types.UID(hash + "-uid"),
+			Labels:          map[string]string{"app": "agent", appsv1.DefaultDaemonSetUniqueLabelKey: hash},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, controllerKind)},
+		},
+		Data:     runtime.RawExtension{Raw: patch},
+		Revision: revision,
+	}
+}
+
+// fixture holds objects and, for each DaemonSet among them, the revision
+// of its current template (which tests of a sync take as given).
 func fixture(t *testing.T, objects ...runtime.Object) (*controllertest.Fixture, *Controller) {
 	t.Helper()
+	for _, obj := range objects {
+		if ds, ok := obj.(*appsv1.DaemonSet); ok {
+			objects = append(objects, currentRevision(t, ds, 1))
+		}
+	}
 	f := controllertest.New(objects...)
 	dsc, err := newController(f.Context)
 	if err != nil {

@@ -9,8 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
-
-	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
 )
 
 // enableComparisonOperators is off, as the TaintTolerationComparisonOperators
@@ -135,15 +133,6 @@ func targetNodeName(pod *corev1.Pod) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no node name found for pod %s/%s", pod.Namespace, pod.Name)
-}
-
-// templateHash is the DaemonSet's current revision hash, the
-// controller-revision-hash label of its up-to-date pods. Upstream reads
-// it from the DaemonSet's current ControllerRevision, which it names
-// <daemonset>-<hash> after this same hash; klab has no
-// ControllerRevisions, so it is computed each time.
-func templateHash(ds *appsv1.DaemonSet) string {
-	return controllerutil.ComputeHash(&ds.Spec.Template, ds.Status.CollisionCount)
 }
 
 // podTemplate is the template the controller creates pods from: the

@@ -49,11 +49,15 @@ func (dsc *Controller) syncDaemonSet(ctx context.Context, key string) error {
 	if ds.DeletionTimestamp != nil {
 		return nil
 	}
-	hash := templateHash(ds)
+	cur, old, err := dsc.constructHistory(ctx, ds)
+	if err != nil {
+		return fmt.Errorf("failed to construct revisions of DaemonSet: %w", err)
+	}
+	hash := cur.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]
 	if !dsc.expectations.SatisfiedExpectations(key) {
 		return dsc.updateDaemonSetStatus(ctx, ds, nodes, hash, false)
 	}
-	err = dsc.updatePods(ctx, ds, nodes, hash, key)
+	err = dsc.updatePods(ctx, ds, nodes, hash, key, old)
 	statusErr := dsc.updateDaemonSetStatus(ctx, ds, nodes, hash, true)
 	if err != nil {
 		return err
@@ -62,15 +66,17 @@ func (dsc *Controller) syncDaemonSet(ctx context.Context, key string) error {
 }
 
 // updatePods creates and deletes pods, then, once those are
-// observed, takes a rolling-update step.
-func (dsc *Controller) updatePods(ctx context.Context, ds *appsv1.DaemonSet, nodes []*corev1.Node, hash, key string) error {
+// observed, takes a rolling-update step, and trims the history.
+func (dsc *Controller) updatePods(ctx context.Context, ds *appsv1.DaemonSet, nodes []*corev1.Node, hash, key string, old []*appsv1.ControllerRevision) error {
 	if err := dsc.manage(ctx, ds, nodes, hash); err != nil {
 		return err
 	}
 	if dsc.expectations.SatisfiedExpectations(key) && ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType {
-		return dsc.rollingUpdate(ctx, ds, nodes, hash)
+		if err := dsc.rollingUpdate(ctx, ds, nodes, hash); err != nil {
+			return err
+		}
 	}
-	return nil
+	return dsc.cleanupHistory(ctx, ds, old)
 }
 
 // getDaemonPods claims the DaemonSet's pods: matching orphans are adopted,

@@ -28,6 +28,7 @@ var monitoredResources = []resource{
 	{schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, "Secret", true},
 	{schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, "ServiceAccount", true},
 	{schema.GroupVersionResource{Version: "v1", Resource: "services"}, "Service", true},
+	{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "controllerrevisions"}, "ControllerRevision", true},
 	{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"}, "DaemonSet", true},
 	{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "Deployment", true},
 	{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}, "ReplicaSet", true},

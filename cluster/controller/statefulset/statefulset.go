@@ -12,10 +12,16 @@
 // sync that runs before the informer shows a create tries the same name
 // again and is told it exists.
 //
-// Not built yet: rolling updates through ControllerRevisions (a changed
-// template leaves the running Pods as they are), volumeClaimTemplates'
-// claims (klab serves no PersistentVolumeClaims), adoption of orphans and
-// minReadySeconds.
+// A changed template is rolled out through ControllerRevisions
+// (revisions.go): with RollingUpdate, Pods are replaced one at a time from
+// the highest ordinal down, each once the one above it is Running and
+// Ready again, and the ordinals below spec.updateStrategy.rollingUpdate.
+// partition keep the old revision; with OnDelete a Pod takes the new
+// template only when someone deletes it. `kubectl rollout history`,
+// `rollout undo` and `rollout status` read and write that history.
+//
+// Not built: volumeClaimTemplates' claims (klab serves no
+// PersistentVolumeClaims), adoption of orphan Pods and minReadySeconds.
 package statefulset
 
 import (
@@ -35,6 +41,7 @@ import (
 
 	"github.com/klab-dev/klab/cluster/controller/controllerctx"
 	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
+	"github.com/klab-dev/klab/cluster/controller/internal/history"
 )
 
 const (
@@ -54,6 +61,9 @@ type Controller struct {
 
 	setLister appslisters.StatefulSetLister
 	podLister corelisters.PodLister
+	// revisions stores the sets' ControllerRevisions and lists them
+	// from the cache.
+	revisions history.Client
 	synced    []cache.InformerSynced
 
 	// queue holds StatefulSet keys.
@@ -71,11 +81,13 @@ func Init(ctx context.Context, c controllerctx.Context) (controllerctx.Controlle
 func newController(c controllerctx.Context) (*Controller, error) {
 	setInformer := c.Informers.Apps().V1().StatefulSets()
 	podInformer := c.Informers.Core().V1().Pods()
+	revisionInformer := c.Informers.Apps().V1().ControllerRevisions()
 	ssc := &Controller{
 		client:    c.Client,
 		recorder:  c.Recorder(EventSource),
 		setLister: setInformer.Lister(),
 		podLister: podInformer.Lister(),
+		revisions: history.Client{Client: c.Client, Lister: revisionInformer.Lister()},
 		queue:     controllerutil.NewQueue[string](Name),
 		logger:    c.Logger.With("controller", Name),
 	}
@@ -91,6 +103,9 @@ func newController(c controllerctx.Context) (*Controller, error) {
 			UpdateFunc: func(_, cur any) { ssc.enqueueOwner(cur) },
 			DeleteFunc: ssc.enqueueOwner,
 		}},
+		// Revisions are only read from the cache, as upstream's: the
+		// set's own events and its Pods' drive the syncs.
+		controllerutil.EventHandler{Informer: revisionInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{}},
 	)
 	if err != nil {
 		return nil, fmt.Errorf("statefulset controller: %w", err)

@@ -31,9 +31,44 @@ func newSet(replicas int32, policy appsv1.PodManagementPolicyType) *appsv1.State
 	}
 }
 
-// pod returns ordinal i of set, Running and Ready unless told otherwise.
+// revisionOf is the ControllerRevision of set's template, numbered n, as
+// the controller stores it.
+func revisionOf(t *testing.T, set *appsv1.StatefulSet, n int64) *appsv1.ControllerRevision {
+	t.Helper()
+	cr, err := newRevision(set, n, ptr.To[int32](0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr.UID = types.UID(cr.Name + "-uid")
+	return cr
+}
+
+// recorded returns set as the controller left it once its template was
+// current: its status names the revision of that template.
+func recorded(t *testing.T, set *appsv1.StatefulSet) *appsv1.StatefulSet {
+	t.Helper()
+	set = set.DeepCopy()
+	set.Status.CurrentRevision = revisionOf(t, set, 1).Name
+	return set
+}
+
+// withImage returns a copy of set with another image: a new template.
+func withImage(set *appsv1.StatefulSet, image string) *appsv1.StatefulSet {
+	set = set.DeepCopy()
+	set.Spec.Template.Spec.Containers[0].Image = image
+	set.Generation++
+	return set
+}
+
+// pod returns ordinal i of set, of the revision of set's template,
+// Running and Ready unless told otherwise.
 func pod(set *appsv1.StatefulSet, i int, opts ...func(*corev1.Pod)) *corev1.Pod {
 	p := newPod(set, i)
+	cr, err := newRevision(set, 1, ptr.To[int32](0))
+	if err != nil {
+		panic(err)
+	}
+	p.Labels[podRevisionLabel] = cr.Name
 	p.UID = types.UID(p.Name + "-uid")
 	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
 	for _, o := range opts {
@@ -49,17 +84,28 @@ func terminating(p *corev1.Pod) {
 
 // TestSync checks the actions of one sync: ordered creation from ordinal
 // 0 up, each Pod waiting for the one before it, ordered removal from the
-// highest ordinal down, and all at once with the Parallel policy.
+// highest ordinal down, and all at once with the Parallel policy; and a
+// rolling update from the highest ordinal down to the partition, one
+// healthy Pod at a time. Every case but the first starts with the
+// revision of the set's first template stored.
 func TestSync(t *testing.T) {
 	ordered, parallel := newSet(3, appsv1.OrderedReadyPodManagement), newSet(3, appsv1.ParallelPodManagement)
 	down := newSet(1, appsv1.OrderedReadyPodManagement)
+	v1 := recorded(t, ordered)
+	v2 := withImage(v1, "nginx:1.28")
+	rev1, rev2 := revisionOf(t, v1, 1), revisionOf(t, v2, 2)
+	partitioned := withImage(v1, "nginx:1.28")
+	partitioned.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](2)}}
+	onDelete := withImage(v1, "nginx:1.28")
+	onDelete.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
 	tests := []struct {
 		name        string
 		objects     []runtime.Object
 		wantActions []string
 	}{
-		{"a new set makes web-0 first", []runtime.Object{ordered},
-			[]string{"create pods web-0", "update statefulsets/status web"}},
+		{"a new set records its first revision and makes web-0 first", []runtime.Object{ordered},
+			[]string{"create controllerrevisions " + rev1.Name, "create pods web-0", "update statefulsets/status web"}},
 		{"web-1 waits for web-0 to be ready", []runtime.Object{ordered, pod(ordered, 0, pending)},
 			[]string{"update statefulsets/status web"}},
 		{"web-1 follows a ready web-0", []runtime.Object{ordered, pod(ordered, 0)},
@@ -74,9 +120,24 @@ func TestSync(t *testing.T) {
 			[]string{"update statefulsets/status web"}},
 		{"scale down waits for the Pods that stay to be healthy", []runtime.Object{down, pod(down, 0, pending), pod(down, 1)},
 			[]string{"update statefulsets/status web"}},
+		{"a new template is a new revision, rolled out from the highest ordinal", []runtime.Object{v2, pod(v1, 0), pod(v1, 1), pod(v1, 2)},
+			[]string{"create controllerrevisions " + rev2.Name, "delete pods web-2", "update statefulsets/status web"}},
+		{"the replaced Pod comes back at the update revision", []runtime.Object{v2, rev2, pod(v1, 0), pod(v1, 1)},
+			[]string{"create pods web-2", "update statefulsets/status web"}},
+		{"the next waits for the replaced Pod to be ready", []runtime.Object{v2, rev2, pod(v1, 0), pod(v1, 1), pod(v2, 2, pending)},
+			[]string{"update statefulsets/status web"}},
+		{"then the next ordinal down goes", []runtime.Object{v2, rev2, pod(v1, 0), pod(v1, 1), pod(v2, 2)},
+			[]string{"delete pods web-1", "update statefulsets/status web"}},
+		{"ordinals below the partition keep the old revision", []runtime.Object{partitioned, revisionOf(t, partitioned, 2), pod(v1, 0), pod(v1, 1), pod(partitioned, 2)},
+			[]string{"update statefulsets/status web"}},
+		{"OnDelete leaves the Pods to the user", []runtime.Object{onDelete, pod(v1, 0), pod(v1, 1), pod(v1, 2)},
+			[]string{"create controllerrevisions " + revisionOf(t, onDelete, 2).Name, "update statefulsets/status web"}},
 	}
-	for _, tc := range tests {
+	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			if i > 0 {
+				tc.objects = append(tc.objects, rev1)
+			}
 			f := controllertest.New(tc.objects...)
 			ssc, err := newController(f.Context)
 			if err != nil {
@@ -123,7 +184,8 @@ func TestPodIdentity(t *testing.T) {
 	if got == nil {
 		t.Fatal("no web-1 created")
 	}
-	want := map[string]string{"app": "web", "statefulset.kubernetes.io/pod-name": "web-1", "apps.kubernetes.io/pod-index": "1"}
+	want := map[string]string{"app": "web", "statefulset.kubernetes.io/pod-name": "web-1", "apps.kubernetes.io/pod-index": "1",
+		"controller-revision-hash": revisionOf(t, set, 1).Name}
 	if diff := cmp.Diff(want, got.Labels); diff != "" || got.Spec.Hostname != "web-1" || got.Spec.Subdomain != "web" ||
 		metav1.GetControllerOf(got) == nil || metav1.GetControllerOf(got).UID != "web-uid" {
 		t.Errorf("web-1: labels (-want +got) %s, hostname %q subdomain %q owner %v", diff, got.Spec.Hostname, got.Spec.Subdomain, got.OwnerReferences)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
+	"github.com/klab-dev/klab/cluster/controller/internal/history"
 )
 
 // The labels every StatefulSet Pod carries, upstream's
@@ -27,6 +28,13 @@ const (
 	podIndexLabel = appsv1.PodIndexLabel
 )
 
+// revisionSets are the two templates a sync works with: the set as of its
+// current revision and as of its update revision.
+type revisionSets struct {
+	current, update                 *appsv1.StatefulSet
+	currentRevision, updateRevision *appsv1.ControllerRevision
+}
+
 // sync converges one StatefulSet; it is safe to run any number of times.
 func (ssc *Controller) sync(ctx context.Context, key string) error {
 	namespace, name, err := cache.SplitMetaNamespaceKey(key)
@@ -35,7 +43,7 @@ func (ssc *Controller) sync(ctx context.Context, key string) error {
 	}
 	set, err := ssc.setLister.StatefulSets(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
-		return nil // its Pods go with it through the garbage collector
+		return nil // its Pods and revisions go with it through the garbage collector
 	}
 	if err != nil {
 		return err
@@ -44,6 +52,23 @@ func (ssc *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return nil // validation refuses such a set; nothing to do
 	}
+	revisions, err := ssc.listRevisions(ctx, set, selector)
+	if err != nil {
+		return err
+	}
+	history.Sort(revisions)
+	current, update, collisionCount, err := ssc.getStatefulSetRevisions(ctx, set, revisions)
+	if err != nil {
+		return err
+	}
+	sets := revisionSets{currentRevision: current, updateRevision: update}
+	if sets.current, err = applyRevision(set, current); err != nil {
+		return err
+	}
+	if sets.update, err = applyRevision(set, update); err != nil {
+		return err
+	}
+
 	pods, err := ssc.podLister.Pods(namespace).List(selector)
 	if err != nil {
 		return err
@@ -51,6 +76,7 @@ func (ssc *Controller) sync(ctx context.Context, key string) error {
 	// Pods are the set's by their ControllerRef and their name.
 	replicas := int(ptr.Deref(set.Spec.Replicas, 1))
 	byOrdinal := map[int]*corev1.Pod{}
+	var owned []*corev1.Pod
 	var condemned []int // ordinals at or above replicas, highest first below
 	for _, pod := range pods {
 		ref := metav1.GetControllerOf(pod)
@@ -59,26 +85,31 @@ func (ssc *Controller) sync(ctx context.Context, key string) error {
 			continue
 		}
 		byOrdinal[ordinal] = pod
+		owned = append(owned, pod)
 		if ordinal >= replicas {
 			condemned = append(condemned, ordinal)
 		}
 	}
-	manageErr := ssc.manage(ctx, set, replicas, byOrdinal, condemned)
-	if err := ssc.updateStatus(ctx, set, byOrdinal); err != nil {
+	manageErr := ssc.manage(ctx, set, sets, replicas, byOrdinal, condemned)
+	if err := ssc.updateStatus(ctx, set, sets, collisionCount, byOrdinal); err != nil {
 		return err
 	}
-	return manageErr
+	if manageErr != nil {
+		return manageErr
+	}
+	return ssc.truncateHistory(ctx, set, owned, revisions, current, update)
 }
 
 // manage creates the missing Pods and removes the condemned ones, in order
-// unless the set's policy is Parallel.
-func (ssc *Controller) manage(ctx context.Context, set *appsv1.StatefulSet, replicas int, byOrdinal map[int]*corev1.Pod, condemned []int) error {
+// unless the set's policy is Parallel, then takes the next step of a
+// rolling update.
+func (ssc *Controller) manage(ctx context.Context, set *appsv1.StatefulSet, sets revisionSets, replicas int, byOrdinal map[int]*corev1.Pod, condemned []int) error {
 	ordered := set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
 	for i := range replicas {
 		pod := byOrdinal[i]
 		switch {
 		case pod == nil:
-			if err := ssc.createPod(ctx, set, i); err != nil {
+			if err := ssc.createPod(ctx, set, newVersionedPod(sets, i)); err != nil {
 				return err
 			}
 			if ordered {
@@ -98,7 +129,7 @@ func (ssc *Controller) manage(ctx context.Context, set *appsv1.StatefulSet, repl
 			if ordered {
 				return nil
 			}
-		case ordered && !(pod.Status.Phase == corev1.PodRunning && controllerutil.IsPodReady(pod)):
+		case ordered && !isHealthy(pod):
 			return nil // wait for it before touching any higher ordinal
 		}
 	}
@@ -122,7 +153,62 @@ func (ssc *Controller) manage(ctx context.Context, set *appsv1.StatefulSet, repl
 			return nil
 		}
 	}
+	return ssc.rollingUpdate(ctx, set, sets.updateRevision, replicas, byOrdinal)
+}
+
+// rollingUpdate deletes the highest-ordinal Pod, down to the partition,
+// that is not of the update revision; the loop of manage makes it again
+// from the update revision. It goes one Pod at a time: it waits while the
+// Pod it last replaced (or any above the partition it passes) is not
+// healthy, whatever the pod management policy. OnDelete leaves it to the
+// user to delete Pods.
+func (ssc *Controller) rollingUpdate(ctx context.Context, set *appsv1.StatefulSet, update *appsv1.ControllerRevision, replicas int, byOrdinal map[int]*corev1.Pod) error {
+	if set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
+		return nil
+	}
+	updateMin := 0
+	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+		updateMin = int(*ru.Partition)
+	}
+	for target := replicas - 1; target >= updateMin; target-- {
+		pod := byOrdinal[target]
+		if pod == nil {
+			return nil // being made; wait for it
+		}
+		if pod.Labels[podRevisionLabel] != update.Name && pod.DeletionTimestamp == nil {
+			return ssc.deletePod(ctx, set, pod)
+		}
+		if !isHealthy(pod) {
+			return nil
+		}
+	}
 	return nil
+}
+
+// newVersionedPod is the Pod of ordinal i at the revision it should run:
+// during a RollingUpdate the ordinals below the partition keep the
+// current revision; every other Pod, and every Pod of an OnDelete set, is
+// made from the update revision.
+func newVersionedPod(sets revisionSets, ordinal int) *corev1.Pod {
+	set, revision := sets.update, sets.updateRevision
+	if strategy := sets.current.Spec.UpdateStrategy; strategy.Type == appsv1.RollingUpdateStatefulSetStrategyType {
+		keep := int(sets.current.Status.CurrentReplicas)
+		if strategy.RollingUpdate != nil && strategy.RollingUpdate.Partition != nil {
+			keep = int(*strategy.RollingUpdate.Partition)
+		}
+		if ordinal < keep {
+			set, revision = sets.current, sets.currentRevision
+		}
+	}
+	pod := newPod(set, ordinal)
+	pod.Labels[podRevisionLabel] = revision.Name
+	return pod
+}
+
+// isHealthy reports a Pod that is Running and Ready and not on its way
+// out: the one a rollout or an ordered scale may go past.
+func isHealthy(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodRunning && controllerutil.IsPodReady(pod)
 }
 
 // newPod is the Pod of ordinal i: the template with the set's identity
@@ -150,8 +236,7 @@ func newPod(set *appsv1.StatefulSet, ordinal int) *corev1.Pod {
 	return pod
 }
 
-func (ssc *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, ordinal int) error {
-	pod := newPod(set, ordinal)
+func (ssc *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod) error {
 	_, err := ssc.client.CoreV1().Pods(set.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil // made by an earlier sync the informer has not shown yet
@@ -177,10 +262,17 @@ func (ssc *Controller) deletePod(ctx context.Context, set *appsv1.StatefulSet, p
 	return nil
 }
 
-// updateStatus writes what the set's Pods are, and the generation it acted
-// on, when that changed.
-func (ssc *Controller) updateStatus(ctx context.Context, set *appsv1.StatefulSet, byOrdinal map[int]*corev1.Pod) error {
-	status := appsv1.StatefulSetStatus{ObservedGeneration: set.Generation, CollisionCount: set.Status.CollisionCount}
+// updateStatus writes what the set's Pods are, which revisions they run,
+// and the generation it acted on, when that changed. A RollingUpdate is
+// complete when every Pod is of the update revision and Ready: the update
+// revision then becomes the current one.
+func (ssc *Controller) updateStatus(ctx context.Context, set *appsv1.StatefulSet, sets revisionSets, collisionCount int32, byOrdinal map[int]*corev1.Pod) error {
+	status := appsv1.StatefulSetStatus{
+		ObservedGeneration: set.Generation,
+		CollisionCount:     &collisionCount,
+		CurrentRevision:    sets.currentRevision.Name,
+		UpdateRevision:     sets.updateRevision.Name,
+	}
 	for _, pod := range byOrdinal {
 		if pod.DeletionTimestamp != nil {
 			continue
@@ -190,9 +282,18 @@ func (ssc *Controller) updateStatus(ctx context.Context, set *appsv1.StatefulSet
 			status.ReadyReplicas++
 			status.AvailableReplicas++
 		}
+		if pod.Labels[podRevisionLabel] == sets.currentRevision.Name {
+			status.CurrentReplicas++
+		}
+		if pod.Labels[podRevisionLabel] == sets.updateRevision.Name {
+			status.UpdatedReplicas++
+		}
 	}
-	// Without revisions every Pod is of the current template.
-	status.CurrentReplicas, status.UpdatedReplicas = status.Replicas, status.Replicas
+	if set.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType &&
+		status.UpdatedReplicas == status.Replicas && status.ReadyReplicas == status.Replicas {
+		status.CurrentReplicas = status.UpdatedReplicas
+		status.CurrentRevision = status.UpdateRevision
+	}
 	if apiequality.Semantic.DeepEqual(status, set.Status) {
 		return nil
 	}

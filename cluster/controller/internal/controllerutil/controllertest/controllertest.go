@@ -78,6 +78,8 @@ func (f *Fixture) Index(objects ...runtime.Object) error {
 			err = inf.Apps().V1().DaemonSets().Informer().GetIndexer().Add(o)
 		case *appsv1.StatefulSet:
 			err = inf.Apps().V1().StatefulSets().Informer().GetIndexer().Add(o)
+		case *appsv1.ControllerRevision:
+			err = inf.Apps().V1().ControllerRevisions().Informer().GetIndexer().Add(o)
 		case *batchv1.Job:
 			err = inf.Batch().V1().Jobs().Informer().GetIndexer().Add(o)
 		case *batchv1.CronJob:
