@@ -57,6 +57,8 @@ func prepareForCreate(res *registry.Resource, obj runtime.Object) {
 		o.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
 	case *corev1.Service:
 		o.Status = corev1.ServiceStatus{}
+	case *corev1.ReplicationController:
+		o.Status = corev1.ReplicationControllerStatus{}
 	case *appsv1.Deployment:
 		o.Status = appsv1.DeploymentStatus{}
 	case *appsv1.ReplicaSet:
