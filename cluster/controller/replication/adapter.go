@@ -83,4 +83,6 @@ func (a adapter) UpdateStatus(ctx context.Context, rs *appsv1.ReplicaSet) (*apps
 
 func (a adapter) CountsTerminating() bool { return false }
 
-func (a adapter) EventObject(rs *appsv1.ReplicaSet) runtime.Object { return toReplicationController(rs) }
+func (a adapter) EventObject(rs *appsv1.ReplicaSet) runtime.Object {
+	return toReplicationController(rs)
+}
