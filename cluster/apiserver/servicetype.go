@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"net"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,10 +40,10 @@ func externallyAccessible(svc *corev1.Service) bool {
 // uses and the client did not change.
 func dropTypeDependentFields(svc, old *corev1.Service) {
 	if needsClusterIP(old) && !needsClusterIP(svc) {
-		if svc.Spec.ClusterIP == old.Spec.ClusterIP && sameStrings(svc.Spec.ClusterIPs, old.Spec.ClusterIPs) {
+		if svc.Spec.ClusterIP == old.Spec.ClusterIP && slices.Equal(svc.Spec.ClusterIPs, old.Spec.ClusterIPs) {
 			svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "", nil
 		}
-		if sameIPFamilies(svc.Spec.IPFamilies, old.Spec.IPFamilies) {
+		if slices.Equal(svc.Spec.IPFamilies, old.Spec.IPFamilies) {
 			svc.Spec.IPFamilies = nil
 		}
 		if svc.Spec.IPFamilyPolicy != nil && old.Spec.IPFamilyPolicy != nil && *svc.Spec.IPFamilyPolicy == *old.Spec.IPFamilyPolicy {
@@ -113,30 +114,6 @@ func nodePortsOf(svc *corev1.Service) portSet {
 func (s portSet) isSupersetOf(other portSet) bool {
 	for p := range other {
 		if !s[p] {
-			return false
-		}
-	}
-	return true
-}
-
-func sameStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func sameIPFamilies(a, b []corev1.IPFamily) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
 			return false
 		}
 	}
