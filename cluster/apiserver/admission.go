@@ -57,6 +57,8 @@ func prepareForCreate(res *registry.Resource, obj runtime.Object) {
 		o.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
 	case *corev1.Service:
 		o.Status = corev1.ServiceStatus{}
+	case *corev1.ReplicationController:
+		o.Status = corev1.ReplicationControllerStatus{}
 	case *appsv1.Deployment:
 		o.Status = appsv1.DeploymentStatus{}
 	case *appsv1.ReplicaSet:
@@ -134,6 +136,7 @@ func prepareForUpdate(res *registry.Resource, sub string, obj, current runtime.O
 		return nil
 	}
 	if svc, ok := obj.(*corev1.Service); ok {
+		dropTypeDependentFields(svc, current.(*corev1.Service))
 		keepAllocations(svc, current.(*corev1.Service))
 	}
 	if res.HasSubresource(registry.SubStatus) {
@@ -379,6 +382,14 @@ func (s *Server) releaseAll(ctx context.Context, res *registry.Resource, obj run
 func keepAllocations(svc, old *corev1.Service) {
 	if svc.Spec.ClusterIP == "" && len(svc.Spec.ClusterIPs) == 0 && svc.Spec.Type == old.Spec.Type {
 		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = old.Spec.ClusterIP, old.Spec.ClusterIPs
+	}
+	// NodePorts carry over only between types that use them: a manifest
+	// that turns a NodePort Service into a ClusterIP one gives them up.
+	if !needsNodePort(old) || !needsNodePort(svc) {
+		return
+	}
+	if needsHealthCheckNodePort(old) && needsHealthCheckNodePort(svc) && svc.Spec.HealthCheckNodePort == 0 {
+		svc.Spec.HealthCheckNodePort = old.Spec.HealthCheckNodePort
 	}
 	for i := range svc.Spec.Ports {
 		p := &svc.Spec.Ports[i]

@@ -242,7 +242,7 @@ func (s *Server) updateObject(ctx context.Context, req *request, newObject func(
 	res, sub := req.res, req.info.subresource
 	gr := res.GroupResource()
 	dryRun := isDryRun(req.Request)
-	var dryRunResult runtime.Object
+	var dryRunResult, lastCurrent runtime.Object
 	var releases []func()
 	stored, err := s.store.GuaranteedUpdate(ctx, s.storageResource(res), req.info.namespace, req.info.name, func(storedCur runtime.Object) (runtime.Object, error) {
 		for _, r := range releases {
@@ -250,6 +250,7 @@ func (s *Server) updateObject(ctx context.Context, req *request, newObject func(
 		}
 		releases = nil
 		current := s.fromStorage(res, storedCur)
+		lastCurrent = current
 		obj, err := newObject(current.DeepCopyObject())
 		if err != nil {
 			return nil, err
@@ -319,6 +320,7 @@ func (s *Server) updateObject(ctx context.Context, req *request, newObject func(
 		return nil, err
 	}
 	updated := s.fromStorage(res, stored)
+	s.releaseDropped(ctx, updated, lastCurrent)
 	s.notePolicyWrite(updated, false)
 	// An object being deleted goes once its last finalizer is removed.
 	if m, _ := meta.Accessor(updated); m.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) == 0 && readyToGo(res, updated) {

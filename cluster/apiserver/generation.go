@@ -24,7 +24,7 @@ import (
 // tracksGeneration reports whether objects of obj's kind have a generation.
 func tracksGeneration(obj runtime.Object) bool {
 	switch obj.(type) {
-	case *corev1.Pod, *appsv1.Deployment, *appsv1.ReplicaSet, *appsv1.DaemonSet, *appsv1.StatefulSet,
+	case *corev1.Pod, *corev1.ReplicationController, *corev1.PodTemplate, *appsv1.Deployment, *appsv1.ReplicaSet, *appsv1.DaemonSet, *appsv1.StatefulSet,
 		*batchv1.Job, *batchv1.CronJob, *discoveryv1.EndpointSlice, *policyv1.PodDisruptionBudget:
 		return true
 	}
@@ -39,6 +39,11 @@ func generationChanged(obj, old runtime.Object) bool {
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		return !same(o.Spec, old.(*corev1.Pod).Spec)
+	case *corev1.ReplicationController:
+		return !same(o.Spec, old.(*corev1.ReplicationController).Spec)
+	case *corev1.PodTemplate:
+		// A PodTemplate has no spec: its template is what it asks for.
+		return !same(o.Template, old.(*corev1.PodTemplate).Template)
 	case *appsv1.Deployment:
 		// The deployment controller copies a Deployment's annotations to
 		// its ReplicaSets, so they count as desired state too.

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -89,6 +90,13 @@ func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
 		scale.Spec.Replicas = derefInt32(o.Spec.Replicas)
 		scale.Status.Replicas = o.Status.Replicas
 		selector = o.Spec.Selector
+	case *corev1.ReplicationController:
+		// Upstream's RC scale prints the plain label map as its selector.
+		scale.ObjectMeta = metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace, UID: o.UID, ResourceVersion: o.ResourceVersion, CreationTimestamp: o.CreationTimestamp}
+		scale.Spec.Replicas = derefInt32(o.Spec.Replicas)
+		scale.Status.Replicas = o.Status.Replicas
+		scale.Status.Selector = labels.SelectorFromSet(o.Spec.Selector).String()
+		return scale, nil
 	default:
 		return nil, fmt.Errorf("%T has no scale subresource", obj)
 	}
@@ -113,6 +121,9 @@ func withReplicas(obj runtime.Object, scale *autoscalingv1.Scale) runtime.Object
 		o.Spec.Replicas = &n
 		o.ResourceVersion = scale.ResourceVersion
 	case *appsv1.StatefulSet:
+		o.Spec.Replicas = &n
+		o.ResourceVersion = scale.ResourceVersion
+	case *corev1.ReplicationController:
 		o.Spec.Replicas = &n
 		o.ResourceVersion = scale.ResourceVersion
 	}

@@ -26,7 +26,7 @@ func TestEnabledControllers(t *testing.T) {
 		{name: "one by name", selection: []string{"serviceaccount"}, want: []string{"serviceaccount"}},
 		{name: "star minus one", selection: []string{"*", "-namespace"},
 			want: []string{"clusterrole-aggregation", "cronjob", "csrsigning", "daemonset", "deployment", "disruption", "endpoint", "endpointslice", "garbagecollector", "job",
-				"nodelifecycle", "replicaset", "resourcequota", "root-ca-cert-publisher", "serviceaccount", "statefulset", "taint-eviction-controller"}},
+				"nodelifecycle", "replicaset", "replicationcontroller", "resourcequota", "root-ca-cert-publisher", "serviceaccount", "statefulset", "taint-eviction-controller"}},
 		{name: "first mention wins", selection: []string{"-namespace", "namespace"}, want: nil},
 		{name: "unknown name", selection: []string{"*", "-replicaset-typo"}, wantErr: `"-replicaset-typo" is not in the list of known controllers`},
 	}

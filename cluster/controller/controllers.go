@@ -15,6 +15,7 @@ import (
 	"github.com/klab-dev/klab/cluster/controller/namespace"
 	"github.com/klab-dev/klab/cluster/controller/nodelifecycle"
 	"github.com/klab-dev/klab/cluster/controller/replicaset"
+	"github.com/klab-dev/klab/cluster/controller/replication"
 	"github.com/klab-dev/klab/cluster/controller/resourcequota"
 	"github.com/klab-dev/klab/cluster/controller/rootcacertpublisher"
 	"github.com/klab-dev/klab/cluster/controller/serviceaccount"
@@ -32,6 +33,7 @@ var initFuncs = map[string]controllerctx.InitFunc{
 	endpointslice.Name:              endpointslice.Init,
 	garbagecollector.Name:           garbagecollector.Init,
 	replicaset.Name:                 replicaset.Init,
+	replication.Name:                replication.Init,
 	deployment.Name:                 deployment.Init,
 	daemonset.Name:                  daemonset.Init,
 	statefulset.Name:                statefulset.Init,
@@ -56,6 +58,7 @@ var concurrentSyncs = map[string]int{
 	"garbagecollector":              20, // --concurrent-gc-syncs
 	"job":                           5,  // --concurrent-job-syncs
 	"replicaset":                    5,  // --concurrent-replicaset-syncs
+	replication.Name:                5,  // --concurrent-rc-syncs
 	"statefulset":                   5,  // --concurrent-statefulset-syncs
 	disruption.Name:                 1,  // one worker, as upstream starts
 	namespace.Name:                  10, // --concurrent-namespace-syncs

@@ -6,7 +6,9 @@ import (
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/klab-dev/klab/cluster/scheduler/framework"
 )
@@ -20,14 +22,18 @@ import (
 // is chosen; they are deleted, and the pod is nominated to the node until
 // the space is free.
 //
-// Limits against upstream: PodDisruptionBudgets are not weighed, and the
-// PreFilter state of inter-pod affinity and topology spread is not updated
-// for the removed pods.
+// PodDisruptionBudgets are weighed as upstream's (preemption_pdb.go).
+//
+// Limits against upstream: the PreFilter state of inter-pod affinity and
+// topology spread is not updated for the removed pods.
 
 // candidate is a node on which preemption would make the pod fit.
 type candidate struct {
 	node    string
 	victims []*v1.Pod
+	// numPDBViolations counts the victims whose eviction breaks a
+	// PodDisruptionBudget.
+	numPDBViolations int
 }
 
 func podPriority(pod *v1.Pod) int32 {
@@ -45,7 +51,7 @@ func eligibleToPreempt(pod *v1.Pod) bool {
 // findCandidates tries each node the filters rejected as Unschedulable
 // (not UnschedulableAndUnresolvable: no eviction cures a taint or a
 // selector).
-func (a *algorithm) findCandidates(ctx context.Context, state *framework.CycleState, pod *v1.Pod, rejected map[string]*framework.Status) []candidate {
+func (a *algorithm) findCandidates(ctx context.Context, state *framework.CycleState, pod *v1.Pod, rejected map[string]*framework.Status, pdbs []*policyv1.PodDisruptionBudget) []candidate {
 	nodes, err := a.snapshot.List()
 	if err != nil {
 		return nil
@@ -73,24 +79,38 @@ func (a *algorithm) findCandidates(ctx context.Context, state *framework.CycleSt
 		if s, _ := a.fwk.RunFilterPlugins(ctx, state, pod, trial); !s.IsSuccess() {
 			continue
 		}
-		// Reprieve: the most important first, as many as still fit.
-		sort.SliceStable(lower, func(i, j int) bool { return podPriority(lower[i]) > podPriority(lower[j]) })
-		var victims []*v1.Pod
-		for _, p := range lower {
+		// Reprieve as many as still let the pod fit: first those whose
+		// eviction would break a PodDisruptionBudget, then the rest, the
+		// most important first within each group.
+		sort.SliceStable(lower, func(i, j int) bool { return moreImportantPod(lower[i], lower[j]) })
+		violating, nonViolating := filterPodsWithPDBViolation(lower, pdbs)
+		c := candidate{node: ni.Node().Name}
+		reprieve := func(p *v1.Pod) bool {
 			trial.AddPod(p)
 			if s, _ := a.fwk.RunFilterPlugins(ctx, state, pod, trial); !s.IsSuccess() {
 				_ = trial.RemovePod(p)
-				victims = append(victims, p)
+				c.victims = append(c.victims, p)
+				return false
+			}
+			return true
+		}
+		for _, p := range violating {
+			if !reprieve(p) {
+				c.numPDBViolations++
 			}
 		}
-		out = append(out, candidate{node: ni.Node().Name, victims: victims})
+		for _, p := range nonViolating {
+			reprieve(p)
+		}
+		out = append(out, c)
 	}
 	return out
 }
 
 // pickCandidate chooses as upstream's pickOneNodeForPreemption does, in
-// order: the lowest highest-victim priority, the smallest sum of victim
-// priorities, the fewest victims, then the node name for a stable answer.
+// order: the fewest PodDisruptionBudget violations, the lowest
+// highest-victim priority, the smallest sum of victim priorities, the
+// fewest victims, then the node name for a stable answer.
 func pickCandidate(cands []candidate) *candidate {
 	if len(cands) == 0 {
 		return nil
@@ -112,6 +132,9 @@ func pickCandidate(cands []candidate) *candidate {
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
+		if a.numPDBViolations != b.numPDBViolations {
+			return a.numPDBViolations < b.numPDBViolations
+		}
 		if highest(a) != highest(b) {
 			return highest(a) < highest(b)
 		}
@@ -132,7 +155,11 @@ func (s *Scheduler) preempt(ctx context.Context, state *framework.CycleState, po
 	if !eligibleToPreempt(pod) || len(fitErr.NodeToStatus) == 0 || s.awaitingVictims(pod) {
 		return "", nil
 	}
-	c := pickCandidate(s.algo.findCandidates(ctx, state, pod, fitErr.NodeToStatus))
+	pdbs, err := s.pdbLister.List(labels.Everything())
+	if err != nil {
+		return "", fmt.Errorf("list PodDisruptionBudgets: %w", err)
+	}
+	c := pickCandidate(s.algo.findCandidates(ctx, state, pod, fitErr.NodeToStatus, pdbs))
 	if c == nil {
 		return "", nil
 	}

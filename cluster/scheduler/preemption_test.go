@@ -5,8 +5,10 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/klab-dev/klab/cluster/apiserver/apiservertest"
@@ -94,5 +96,61 @@ func TestPreemptionAgainstAPIServer(t *testing.T) {
 	bound := waitForPod(t, cs, "default", "urgent", "bound", bound)
 	if bound.Spec.NodeName != "worker-1" {
 		t.Errorf("urgent bound to %s", bound.Spec.NodeName)
+	}
+}
+
+// TestPreemptionHonoursPDBAgainstAPIServer: of two nodes where preemption
+// would work, the one whose victim a PodDisruptionBudget protects loses,
+// even though its victim has the lower priority, as upstream's
+// pickOneNodeForPreemption counts budget violations first.
+func TestPreemptionHonoursPDBAgainstAPIServer(t *testing.T) {
+	c := apiservertest.New(t, apiservertest.Options{})
+	cs := c.Client()
+	ctx := context.Background()
+	for name, value := range map[string]int32{"low": 10, "mid": 50, "high": 100} {
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+		if _, err := cs.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The budget allows no disruption: its status starts at zero allowed,
+	// and no disruption controller runs here to raise it.
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "guarded", Namespace: "default"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}},
+	}
+	if _, err := cs.PolicyV1().PodDisruptionBudgets("default").Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	startScheduler(t, c, "master-1", func(cfg *Config) {
+		cfg.DisableLeaderElection = true
+		cfg.Profile = plugins.Default()
+	})
+	withClass := func(name, cpu, class string, labels map[string]string) *v1.Pod {
+		p := testPod(name, cpu)
+		p.Spec.PriorityClassName = class
+		p.Labels = labels
+		return p
+	}
+	// worker-1 is filled by the guarded low pod, then worker-2 by a mid one.
+	createNode(t, cs, "worker-1", "2", nil)
+	guarded := withClass("guarded", "2", "low", map[string]string{"app": "guarded"})
+	createPod(t, cs, guarded)
+	waitForPod(t, cs, "default", "guarded", "bound", bound)
+	createNode(t, cs, "worker-2", "2", nil)
+	createPod(t, cs, withClass("free", "2", "mid", map[string]string{"app": "free"}))
+	if p := waitForPod(t, cs, "default", "free", "bound", bound); p.Spec.NodeName != "worker-2" {
+		t.Fatalf("free bound to %s, want worker-2", p.Spec.NodeName)
+	}
+
+	createPod(t, cs, withClass("urgent", "2", "high", nil))
+	got := waitForPod(t, cs, "default", "urgent", "nominated", func(p *v1.Pod) bool { return p.Status.NominatedNodeName != "" })
+	if got.Status.NominatedNodeName != "worker-2" {
+		t.Errorf("nominated to %q, want worker-2: the budget protects worker-1's pod", got.Status.NominatedNodeName)
+	}
+	waitForPod(t, cs, "default", "free", "being deleted", func(p *v1.Pod) bool { return p.DeletionTimestamp != nil })
+	if p, err := cs.CoreV1().Pods("default").Get(ctx, "guarded", metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {
+		t.Errorf("the guarded pod was preempted (%v)", err)
 	}
 }

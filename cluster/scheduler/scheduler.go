@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
@@ -83,11 +84,13 @@ type Scheduler struct {
 	client          kubernetes.Interface
 	informerFactory informers.SharedInformerFactory
 	podLister       corelisters.PodLister
-	cache           *cache.Cache
-	queue           *queue.PriorityQueue
-	snapshot        *cache.Snapshot
-	fwk             *frameworkruntime.Framework
-	algo            *algorithm
+	// pdbLister feeds preemption, which avoids breaking budgets.
+	pdbLister policylisters.PodDisruptionBudgetLister
+	cache     *cache.Cache
+	queue     *queue.PriorityQueue
+	snapshot  *cache.Snapshot
+	fwk       *frameworkruntime.Framework
+	algo      *algorithm
 
 	broadcaster       events.EventBroadcaster
 	recorder          events.EventRecorder
@@ -159,6 +162,7 @@ func New(cfg Config) (*Scheduler, error) {
 	s.informerFactory = informers.NewSharedInformerFactory(client, 0)
 	s.informerFactory.InformerFor(&v1.Pod{}, newPodInformer)
 	s.podLister = s.informerFactory.Core().V1().Pods().Lister()
+	s.pdbLister = s.informerFactory.Policy().V1().PodDisruptionBudgets().Lister()
 
 	s.fwk, err = frameworkruntime.NewFramework(s.ctx, cfg.Profile, &handle{s},
 		frameworkruntime.WithParallelism(cfg.Parallelism))

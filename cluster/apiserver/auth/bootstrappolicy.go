@@ -299,6 +299,7 @@ const (
 	EndpointSliceController  = "endpointslice-controller"
 	GarbageCollector         = "generic-garbage-collector"
 	ReplicaSetController     = "replicaset-controller"
+	ReplicationController    = "replication-controller"
 	DeploymentController     = "deployment-controller"
 	DaemonSetController      = "daemon-set-controller"
 	JobController            = "job-controller"
@@ -389,6 +390,13 @@ func controllerRoles() []rbacv1.ClusterRole {
 			rule(v("get", "list", "watch", "update"), g(appsGroup, extensionsGroup), "replicasets"),
 			rule(v("update"), g(appsGroup, extensionsGroup), "replicasets/status"),
 			rule(v("update"), g(appsGroup, extensionsGroup), "replicasets/finalizers"),
+			rule(v("list", "watch", "patch", "create", "delete"), g(coreGroup), "pods"),
+			eventsRule(),
+		),
+		c(ReplicationController,
+			rule(v("get", "list", "watch", "update"), g(coreGroup), "replicationcontrollers"),
+			rule(v("update"), g(coreGroup), "replicationcontrollers/status"),
+			rule(v("update"), g(coreGroup), "replicationcontrollers/finalizers"),
 			rule(v("list", "watch", "patch", "create", "delete"), g(coreGroup), "pods"),
 			eventsRule(),
 		),

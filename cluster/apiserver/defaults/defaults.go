@@ -37,6 +37,10 @@ func Default(obj runtime.Object) {
 		defaultSecret(o)
 	case *corev1.LimitRange:
 		defaultLimitRange(o)
+	case *corev1.ReplicationController:
+		defaultReplicationController(o)
+	case *corev1.PodTemplate:
+		defaultPodTemplate(o)
 	case *corev1.ConfigMap:
 		// Upstream makes data an empty map. It is invisible on the wire
 		// (omitempty), but it keeps a decoded object equal to a stored one.

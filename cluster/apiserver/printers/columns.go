@@ -147,6 +147,26 @@ var replicaSetColumns = []metav1.TableColumnDefinition{
 	wide("Selector", "string", extensionsv1beta1.ReplicaSetSpec{}.SwaggerDoc()["selector"]),
 }
 
+var replicationControllerColumns = []metav1.TableColumnDefinition{
+	nameColumn,
+	column("Desired", "integer", corev1.ReplicationControllerSpec{}.SwaggerDoc()["replicas"]),
+	column("Current", "integer", corev1.ReplicationControllerStatus{}.SwaggerDoc()["replicas"]),
+	column("Ready", "integer", corev1.ReplicationControllerStatus{}.SwaggerDoc()["readyReplicas"]),
+	ageColumn,
+	containersColumn,
+	imagesColumn,
+	wide("Selector", "string", corev1.ReplicationControllerSpec{}.SwaggerDoc()["selector"]),
+}
+
+// podTemplateColumns shows the containers and images in every view, not
+// only -o wide: they are all a PodTemplate has to say.
+var podTemplateColumns = []metav1.TableColumnDefinition{
+	nameColumn,
+	column("Containers", "string", "Names of each container in the template."),
+	column("Images", "string", "Images referenced by each container in the template."),
+	column("Pod Labels", "string", "The labels for the pod template."),
+}
+
 var daemonSetColumns = []metav1.TableColumnDefinition{
 	nameColumn,
 	column("Desired", "integer", extensionsv1beta1.DaemonSetStatus{}.SwaggerDoc()["desiredNumberScheduled"]),

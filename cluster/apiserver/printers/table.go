@@ -56,6 +56,8 @@ var handlers = map[reflect.Type]handler{
 	reflect.TypeFor[*corev1.ServiceAccount]():                    typed(serviceAccountColumns, printServiceAccount),
 	reflect.TypeFor[*corev1.ResourceQuota]():                     typed(resourceQuotaColumns, printResourceQuota),
 	reflect.TypeFor[*corev1.LimitRange]():                        typed(limitRangeColumns, printLimitRange),
+	reflect.TypeFor[*corev1.ReplicationController]():             typed(replicationControllerColumns, printReplicationController),
+	reflect.TypeFor[*corev1.PodTemplate]():                       typed(podTemplateColumns, printPodTemplate),
 	reflect.TypeFor[*corev1.Event]():                             typed(eventColumns, printCoreEvent),
 	reflect.TypeFor[*eventsv1.Event]():                           typed(eventColumns, printEventsEvent),
 	reflect.TypeFor[*appsv1.Deployment]():                        typed(deploymentColumns, printDeployment),

@@ -44,6 +44,29 @@ func printReplicaSet(rs *appsv1.ReplicaSet, now time.Time) metav1.TableRow {
 	)
 }
 
+// printReplicationController prints NAME DESIRED CURRENT READY AGE, and for
+// -o wide CONTAINERS IMAGES SELECTOR, as a ReplicaSet.
+func printReplicationController(rc *corev1.ReplicationController, now time.Time) metav1.TableRow {
+	var names, images string
+	if rc.Spec.Template != nil {
+		names, images = containerCells(rc.Spec.Template.Spec.Containers)
+	}
+	return cells(
+		rc.Name,
+		int64(int32Value(rc.Spec.Replicas)),
+		int64(rc.Status.Replicas),
+		int64(rc.Status.ReadyReplicas),
+		age(rc.CreationTimestamp, now),
+		names, images, labels.FormatLabels(rc.Spec.Selector),
+	)
+}
+
+// printPodTemplate prints NAME CONTAINERS IMAGES POD LABELS.
+func printPodTemplate(t *corev1.PodTemplate, _ time.Time) metav1.TableRow {
+	names, images := containerCells(t.Template.Spec.Containers)
+	return cells(t.Name, names, images, labels.FormatLabels(t.Template.Labels))
+}
+
 // printDaemonSet prints NAME DESIRED CURRENT READY UP-TO-DATE AVAILABLE NODE
 // SELECTOR AGE, and for -o wide CONTAINERS IMAGES SELECTOR.
 func printDaemonSet(ds *appsv1.DaemonSet, now time.Time) metav1.TableRow {

@@ -32,6 +32,8 @@ func builtin() []*Resource {
 		{GroupVersionResource: gvr("", "v1", "namespaces"), Kind: "Namespace", Verbs: namespaceVerb, Subresources: []string{SubFinalize, SubStatus}, ShortNames: []string{"ns"}, FieldLabels: namespaceFields},
 		{GroupVersionResource: gvr("", "v1", "nodes"), Kind: "Node", Verbs: allVerbs, Subresources: []string{SubProxy, SubStatus}, ShortNames: []string{"no"}, FieldLabels: nodeFields},
 		{GroupVersionResource: gvr("", "v1", "pods"), Kind: "Pod", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubAttach, SubBinding, SubEviction, SubExec, SubLog, SubPortForward, SubProxy, SubStatus}, ShortNames: []string{"po"}, Categories: []string{"all"}, FieldLabels: podFields},
+		{GroupVersionResource: gvr("", "v1", "podtemplates"), Kind: "PodTemplate", Namespaced: true, Verbs: allVerbs},
+		{GroupVersionResource: gvr("", "v1", "replicationcontrollers"), Kind: "ReplicationController", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubScale, SubStatus}, ShortNames: []string{"rc"}, Categories: []string{"all"}, FieldLabels: replicationControllerFields},
 		{GroupVersionResource: gvr("", "v1", "resourcequotas"), Kind: "ResourceQuota", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubStatus}, ShortNames: []string{"quota"}},
 		{GroupVersionResource: gvr("", "v1", "secrets"), Kind: "Secret", Namespaced: true, Verbs: allVerbs, FieldLabels: secretFields},
 		{GroupVersionResource: gvr("", "v1", "serviceaccounts"), Kind: "ServiceAccount", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubToken}, ShortNames: []string{"sa"}},
@@ -112,6 +114,10 @@ func serviceFields(obj runtime.Object) map[string]string {
 
 func replicaSetFields(obj runtime.Object) map[string]string {
 	return map[string]string{"status.replicas": strconv.Itoa(int(obj.(*appsv1.ReplicaSet).Status.Replicas))}
+}
+
+func replicationControllerFields(obj runtime.Object) map[string]string {
+	return map[string]string{"status.replicas": strconv.Itoa(int(obj.(*corev1.ReplicationController).Status.Replicas))}
 }
 
 func jobFields(obj runtime.Object) map[string]string {

@@ -53,6 +53,10 @@ func ValidateCreate(obj runtime.Object) field.ErrorList {
 		allErrs = validateResourceQuota(o)
 	case *corev1.LimitRange:
 		allErrs = validateLimitRange(o)
+	case *corev1.ReplicationController:
+		allErrs = validateReplicationController(o)
+	case *corev1.PodTemplate:
+		allErrs = validatePodTemplate(o)
 	case *corev1.Event:
 		allErrs = validateCoreEvent(o)
 	case *eventsv1.Event:
@@ -135,6 +139,10 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		return withOld(o, old, validateResourceQuotaUpdate)
 	case *corev1.LimitRange:
 		return withOld(o, old, validateLimitRangeUpdate)
+	case *corev1.ReplicationController:
+		return withOld(o, old, validateReplicationControllerUpdate)
+	case *corev1.PodTemplate:
+		return withOld(o, old, validatePodTemplateUpdate)
 	case *corev1.Event:
 		return withOld(o, old, validateCoreEventUpdate)
 	case *eventsv1.Event:
@@ -192,6 +200,8 @@ func ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList {
 		return withOld(o, old, validateNamespaceStatusUpdate)
 	case *corev1.ResourceQuota:
 		return withOld(o, old, validateResourceQuotaStatusUpdate)
+	case *corev1.ReplicationController:
+		return withOld(o, old, validateReplicationControllerStatusUpdate)
 	case *corev1.Node:
 		// Upstream checks a Node's status write exactly like an update.
 		return withOld(o, old, validateNodeUpdate)

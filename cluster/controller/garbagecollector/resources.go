@@ -25,6 +25,8 @@ var monitoredResources = []resource{
 	{schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "Namespace", false},
 	{schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, "Node", false},
 	{schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "Pod", true},
+	{schema.GroupVersionResource{Version: "v1", Resource: "podtemplates"}, "PodTemplate", true},
+	{schema.GroupVersionResource{Version: "v1", Resource: "replicationcontrollers"}, "ReplicationController", true},
 	{schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, "Secret", true},
 	{schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, "ServiceAccount", true},
 	{schema.GroupVersionResource{Version: "v1", Resource: "services"}, "Service", true},

@@ -7,7 +7,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/klab-dev/klab/cluster/controller/internal/controllerutil"
@@ -29,17 +28,21 @@ func (rsc *Controller) enqueueAfter(rs *appsv1.ReplicaSet, after time.Duration) 
 }
 
 func (rsc *Controller) addReplicaSet(obj any) {
-	rsc.enqueue(obj.(*appsv1.ReplicaSet))
+	if rs, ok := rsc.sets.FromInformer(obj); ok {
+		rsc.enqueue(rs)
+	}
 }
 
 func (rsc *Controller) updateReplicaSet(_, cur any) {
 	// Every update, status ones included, is a reason to look again: a
 	// resize to the same count still bumps the generation to observe.
-	rsc.enqueue(cur.(*appsv1.ReplicaSet))
+	if rs, ok := rsc.sets.FromInformer(cur); ok {
+		rsc.enqueue(rs)
+	}
 }
 
 func (rsc *Controller) deleteReplicaSet(obj any) {
-	rs, ok := controllerutil.DeletedObject[*appsv1.ReplicaSet](obj)
+	rs, ok := rsc.sets.FromInformer(obj)
 	if !ok {
 		return
 	}
@@ -54,10 +57,10 @@ func (rsc *Controller) deleteReplicaSet(obj any) {
 // resolveControllerRef returns the ReplicaSet ref names, if it is in the
 // cache with the same UID (not a namesake created after a delete).
 func (rsc *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	if ref.Kind != controllerKind.Kind {
+	if ref.Kind != rsc.kind.Kind {
 		return nil
 	}
-	rs, err := rsc.rsLister.ReplicaSets(namespace).Get(ref.Name)
+	rs, err := rsc.sets.Get(namespace, ref.Name)
 	if err != nil || rs.UID != ref.UID {
 		return nil
 	}
@@ -70,14 +73,14 @@ func (rsc *Controller) replicaSetsForPod(pod *corev1.Pod) []*appsv1.ReplicaSet {
 	if len(pod.Labels) == 0 {
 		return nil
 	}
-	list, err := rsc.rsLister.ReplicaSets(pod.Namespace).List(labels.Everything())
+	list, err := rsc.sets.List(pod.Namespace)
 	if err != nil {
 		return nil
 	}
 	out := controllerutil.Selecting(list, func(c *appsv1.ReplicaSet) *metav1.LabelSelector { return c.Spec.Selector }, pod.Labels)
 	if len(out) > 1 {
 		// Overlapping selectors: the first to sync adopts it.
-		rsc.logger.Info("user error: more than one ReplicaSet selects the same pod", "pod", controllerutil.PodKey(pod))
+		rsc.logger.Info("user error: more than one "+rsc.kind.Kind+" selects the same pod", "pod", controllerutil.PodKey(pod))
 	}
 	return out
 }

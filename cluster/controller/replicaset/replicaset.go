@@ -15,8 +15,8 @@ import (
 	"log/slog"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -42,11 +42,15 @@ var controllerKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
 
 // Controller is the ReplicaSet controller.
 type Controller struct {
+	name       string
 	client     kubernetes.Interface
 	podControl controllerutil.PodControl
 	recorder   record.EventRecorder
 
-	rsLister  appslisters.ReplicaSetLister
+	// sets reads and writes the managed objects: ReplicaSets, or
+	// ReplicationControllers seen as ReplicaSets.
+	sets      Adapter
+	kind      schema.GroupVersionKind
 	podLister corelisters.PodLister
 	synced    []cache.InformerSynced
 
@@ -68,33 +72,45 @@ func Init(ctx context.Context, c controllerctx.Context) (controllerctx.Controlle
 
 func newController(c controllerctx.Context) (*Controller, error) {
 	rsInformer := c.Informers.Apps().V1().ReplicaSets()
+	sets := replicaSets{informer: rsInformer, lister: rsInformer.Lister(), client: c.Client}
+	return NewBase(c, Name, EventSource, sets)
+}
+
+// NewBase builds a controller that keeps the replicas of the objects sets
+// adapts, naming itself name (its queue, logs) and eventSource (its
+// events). The ReplicaSet controller is NewBase over ReplicaSets; the
+// replication manager is NewBase over ReplicationControllers.
+func NewBase(c controllerctx.Context, name, eventSource string, sets Adapter) (*Controller, error) {
 	podInformer := c.Informers.Core().V1().Pods()
-	recorder := c.Recorder(EventSource)
+	recorder := c.Recorder(eventSource)
 	rsc := &Controller{
+		name:          name,
 		client:        c.Client,
 		podControl:    controllerutil.PodControl{Client: c.Client, Recorder: recorder},
 		recorder:      recorder,
-		rsLister:      rsInformer.Lister(),
+		sets:          sets,
+		kind:          sets.Kind(),
 		podLister:     podInformer.Lister(),
-		queue:         controllerutil.NewQueue[string](Name),
+		queue:         controllerutil.NewQueue[string](name),
 		expectations:  controllerutil.NewUIDTrackingControllerExpectations(c.Speed.Scale(controllerutil.ExpectationsTimeout)),
 		burstReplicas: controllerutil.BurstReplicas,
 		clock:         clock.RealClock{},
-		logger:        c.Logger.With("controller", Name),
+		logger:        c.Logger.With("controller", name),
 	}
 	var err error
 	rsc.synced, err = controllerutil.AddEventHandlers(
-		controllerutil.EventHandler{Informer: rsInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: rsc.addReplicaSet, UpdateFunc: rsc.updateReplicaSet, DeleteFunc: rsc.deleteReplicaSet}},
+		controllerutil.EventHandler{Informer: sets.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: rsc.addReplicaSet, UpdateFunc: rsc.updateReplicaSet, DeleteFunc: rsc.deleteReplicaSet}},
 		controllerutil.EventHandler{Informer: podInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{AddFunc: rsc.addPod, UpdateFunc: rsc.updatePod, DeleteFunc: rsc.deletePod}},
 	)
 	if err != nil {
-		return nil, fmt.Errorf("replicaset controller: %w", err)
+		return nil, fmt.Errorf("%s controller: %w", name, err)
 	}
 	return rsc, nil
 }
 
-// Name returns "replicaset".
-func (rsc *Controller) Name() string { return Name }
+// Name returns the controller's name: "replicaset", or the name the
+// caller of NewBase gave it.
+func (rsc *Controller) Name() string { return rsc.name }
 
 // Run waits for the caches, then runs workers until ctx is done. A
 // ReplicaSet whose sync fails is retried with backoff for as long as it

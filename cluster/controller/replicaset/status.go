@@ -75,17 +75,16 @@ func (rsc *Controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, 
 	}
 	// Record the generation this status describes, not a later one.
 	newStatus.ObservedGeneration = rs.Generation
-	client := rsc.client.AppsV1().ReplicaSets(rs.Namespace)
 	for i := 0; ; i++ {
 		rs.Status = newStatus
-		updated, err := client.UpdateStatus(ctx, rs, metav1.UpdateOptions{})
+		updated, err := rsc.sets.UpdateStatus(ctx, rs)
 		if err == nil {
 			return updated, nil
 		}
 		if i >= statusUpdateRetries {
 			return nil, err
 		}
-		if rs, err = client.Get(ctx, rs.Name, metav1.GetOptions{}); err != nil {
+		if rs, err = rsc.sets.Fetch(ctx, rs.Namespace, rs.Name); err != nil {
 			return nil, err
 		}
 	}

@@ -27,7 +27,7 @@ func (rsc *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return nil // a key we never enqueue; retrying cannot help
 	}
-	rs, err := rsc.rsLister.ReplicaSets(namespace).Get(name)
+	rs, err := rsc.sets.Get(namespace, name)
 	if apierrors.IsNotFound(err) {
 		rsc.expectations.DeleteExpectations(key)
 		return nil
@@ -67,6 +67,9 @@ func (rsc *Controller) sync(ctx context.Context, key string) error {
 	}
 	rs = rs.DeepCopy()
 	newStatus := calculateStatus(rs, activePods, terminatingPods, manageErr, rsc.clock.Now())
+	if !rsc.sets.CountsTerminating() {
+		newStatus.TerminatingReplicas = nil
+	}
 	updated, err := rsc.updateStatus(ctx, rs, newStatus)
 	if err != nil {
 		return err
@@ -85,16 +88,16 @@ func (rsc *Controller) sync(ctx context.Context, key string) error {
 // matching, and returns the ReplicaSet's pods.
 func (rsc *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
 	canAdopt := controllerutil.RecheckDeletionTimestamp(func(ctx context.Context) (metav1.Object, error) {
-		fresh, err := rsc.client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
+		fresh, err := rsc.sets.Fetch(ctx, rs.Namespace, rs.Name)
 		if err != nil {
 			return nil, err
 		}
 		if fresh.UID != rs.UID {
-			return nil, fmt.Errorf("original ReplicaSet %v/%v is gone: got uid %v, wanted %v", rs.Namespace, rs.Name, fresh.UID, rs.UID)
+			return nil, fmt.Errorf("original %v %v/%v is gone: got uid %v, wanted %v", rsc.kind.Kind, rs.Namespace, rs.Name, fresh.UID, rs.UID)
 		}
 		return fresh, nil
 	})
-	m := controllerutil.NewPodControllerRefManager(rsc.podControl, rs, selector, controllerKind, canAdopt)
+	m := controllerutil.NewPodControllerRefManager(rsc.podControl, rs, selector, rsc.kind, canAdopt)
 	return m.ClaimPods(ctx, pods)
 }
 
@@ -125,9 +128,10 @@ func (rsc *Controller) manageReplicas(ctx context.Context, activePods []*corev1.
 		// Expect the creates before issuing them: the informer may show
 		// a new pod before Create even returns.
 		rsc.expectations.ExpectCreations(key, diff)
-		ref := metav1.NewControllerRef(rs, controllerKind)
+		ref := metav1.NewControllerRef(rs, rsc.kind)
+		owner := rsc.sets.EventObject(rs)
 		created, err := controllerutil.SlowStartBatch(diff, controllerutil.SlowStartInitialBatchSize, func() error {
-			err := rsc.podControl.CreatePods(ctx, rs.Namespace, &rs.Spec.Template, rs, ref)
+			err := rsc.podControl.CreatePods(ctx, rs.Namespace, &rs.Spec.Template, owner, ref)
 			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 				// The namespace is going away with the ReplicaSet in it.
 				return nil
@@ -151,13 +155,14 @@ func (rsc *Controller) manageReplicas(ctx context.Context, activePods []*corev1.
 			podKeys[i] = controllerutil.PodKey(p)
 		}
 		rsc.expectations.ExpectDeletions(key, podKeys)
+		owner := rsc.sets.EventObject(rs)
 		errs := make(chan error, diff)
 		var wg sync.WaitGroup
 		for _, pod := range toDelete {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := rsc.podControl.DeletePod(ctx, rs.Namespace, pod.Name, rs); err != nil {
+				if err := rsc.podControl.DeletePod(ctx, rs.Namespace, pod.Name, owner); err != nil {
 					// This deletion will never be observed.
 					rsc.expectations.DeletionObserved(key, controllerutil.PodKey(pod))
 					if !apierrors.IsNotFound(err) {
@@ -183,7 +188,7 @@ func (rsc *Controller) manageReplicas(ctx context.Context, activePods []*corev1.
 func (rsc *Controller) relatedPods(rs *appsv1.ReplicaSet) ([]*corev1.Pod, error) {
 	sets := []*appsv1.ReplicaSet{rs}
 	if owner := metav1.GetControllerOf(rs); owner != nil {
-		all, err := rsc.rsLister.ReplicaSets(rs.Namespace).List(labels.Everything())
+		all, err := rsc.sets.List(rs.Namespace)
 		if err != nil {
 			return nil, err
 		}

@@ -70,6 +70,8 @@ func (f *Fixture) Index(objects ...runtime.Object) error {
 			err = inf.Core().V1().Pods().Informer().GetIndexer().Add(o)
 		case *corev1.Node:
 			err = inf.Core().V1().Nodes().Informer().GetIndexer().Add(o)
+		case *corev1.ReplicationController:
+			err = inf.Core().V1().ReplicationControllers().Informer().GetIndexer().Add(o)
 		case *appsv1.ReplicaSet:
 			err = inf.Apps().V1().ReplicaSets().Informer().GetIndexer().Add(o)
 		case *appsv1.Deployment:
