@@ -84,8 +84,14 @@ func TestRecordedElectionScrubbedBack(t *testing.T) {
 		t.Fatalf("read %d sessions, want 1 of %d observations", len(sessions), len(obs))
 	}
 	s := sessions[0]
-	before := Frame(c, s, 400*time.Millisecond, 120, 40)
-	after := Frame(c, s, s.Duration(), 120, 40)
+	before, err := Frame(c, s, ViewRaft, 400*time.Millisecond, 120, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := Frame(c, s, ViewRaft, s.Duration(), 120, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
 	uitest.Golden(t, "election-before", before)
 	uitest.Golden(t, "election-after", after)
 	for _, want := range []string{"MsgPreVote t3", "MsgVote t3", "★ leader master-1, term 3"} {
