@@ -60,7 +60,7 @@ func Frame(c *common.Common, s *Session, view string, at time.Duration, width, h
 		return "", err
 	}
 	v.SetSize(width, max(height-3, 1))
-	return Tabs(c, view, width) + "\n" + v.Draw(view) + "\n" + Timeline(s, at, false, width), nil
+	return common.Lines(Tabs(c, view, width)+"\n"+v.Draw(view)+"\n"+Timeline(s, at, false, width), width, height), nil
 }
 
 // Tabs draws the line that names the views and marks the one shown, with
@@ -260,5 +260,5 @@ func (p *Player) View() string {
 	if p.err != nil {
 		body = p.c.Styles.Status.Error.Render(i18n.Localize(p.err, i18n.Current()))
 	}
-	return Tabs(p.c, p.view, p.width) + "\n" + body + "\n" + Timeline(p.s, p.at, p.playing, p.width)
+	return common.Lines(Tabs(p.c, p.view, p.width)+"\n"+body+"\n"+Timeline(p.s, p.at, p.playing, p.width), p.width, p.height)
 }

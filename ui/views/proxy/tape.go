@@ -212,6 +212,9 @@ func (v *View) Keyframe() []byte {
 		r := v.rules
 		ts = append(ts, tape{K: "rules", Node: v.nodeName(), Statuses: v.statuses, Rules: &r, Err: errText(v.rulesErr)})
 	}
+	if len(ts) == 0 {
+		return nil
+	}
 	b, _ := json.Marshal(ts)
 	return b
 }
