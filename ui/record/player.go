@@ -31,7 +31,7 @@ func (s *Session) StateAt(at time.Duration) *labstate.State {
 func (s *Session) index(at time.Duration) int {
 	end := s.Start.Add(at)
 	return sort.Search(len(s.Observations), func(i int) bool {
-		return s.Observations[i].Header().At.After(end)
+		return s.taken(i).After(end)
 	})
 }
 

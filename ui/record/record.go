@@ -21,7 +21,9 @@
 //
 // k is "s" (a status), "e" (a raft event), "u" (the member stopped
 // answering; err says why) or "g" (events were lost; lost says how many),
-// the Observer's stream; "v", a tape of view w's own sources (the
+// the Observer's stream, each at the time it was observed; "b", the moment
+// the workspace took the n observations that follow (a batch: what the
+// views drew at once, later than each was observed); "v", a tape of view w's own sources (the
 // Kubernetes feed's object adds, updates and deletes for the Overview, the
 // kube-schedulers' decisions, the Services and kube-proxy rules, the Events
 // and the API servers' requests; each view's Tape says what it keeps, only
@@ -78,6 +80,7 @@ type line struct {
 
 // Line kinds of the views' sources.
 const (
+	kindBatch      = "b"
 	kindTape       = "v"
 	kindComponents = "c"
 )
@@ -197,12 +200,26 @@ func (r *Recorder) RecordTape(view string, at time.Time, data []byte) error {
 	return r.err
 }
 
-// Record appends a batch of observations and writes it out, with the
-// tapes taken since the last batch: a batch is what the workspace draws
-// at once, a few times a second at most.
+// Record appends a batch of observations, taken when its last one was
+// observed, and writes it out, with the tapes taken since the last batch:
+// a batch is what the workspace draws at once, a few times a second at
+// most.
 func (r *Recorder) Record(batch []lab.Observation) error {
+	if len(batch) == 0 {
+		return r.RecordTaken(batch, r.start)
+	}
+	return r.RecordTaken(batch, batch[len(batch)-1].Header().At)
+}
+
+// RecordTaken is Record of a batch the workspace took at taken, which a
+// frame of that moment draws: its observations may have been observed a
+// little earlier.
+func (r *Recorder) RecordTaken(batch []lab.Observation, taken time.Time) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if len(batch) > 0 {
+		r.put(line{T: taken.Sub(r.start).Microseconds(), K: kindBatch, N: uint64(len(batch))})
+	}
 	for _, o := range batch {
 		h := o.Header()
 		l := line{T: h.At.Sub(r.start).Microseconds(), N: h.Seq, M: h.Member}
@@ -255,6 +272,10 @@ type Session struct {
 	Start        time.Time
 	Info         *lab.Info
 	Observations []lab.Observation
+	// Taken is when the workspace took each observation, in
+	// Observations' order: a frame shows what was taken by its moment.
+	// Version 1 recordings do not say; each was taken when observed.
+	Taken []time.Time
 	// Tapes are the views' own sources' messages, in order.
 	Tapes []Tape
 	// Version is the format the session was read from.
@@ -270,7 +291,7 @@ type Session struct {
 func (s *Session) Duration() time.Duration {
 	var d time.Duration
 	if n := len(s.Observations); n > 0 {
-		d = s.Observations[n-1].Header().At.Sub(s.Start)
+		d = s.taken(n - 1).Sub(s.Start)
 	}
 	if n := len(s.Tapes); n > 0 {
 		d = max(d, s.Tapes[n-1].At.Sub(s.Start))
@@ -292,6 +313,10 @@ func Load(path string) ([]*Session, error) {
 // for errors.
 func Read(rd io.Reader, name string) ([]*Session, error) {
 	var sessions []*Session
+	// batchAt is when the workspace took the batchLeft observations
+	// still to come of the last batch line.
+	var batchAt time.Time
+	var batchLeft uint64
 	br := bufio.NewReader(rd)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
@@ -327,6 +352,7 @@ func Read(rd io.Reader, name string) ([]*Session, error) {
 				return nil, i18n.NewError("record.err.header", name, n, h.V)
 			}
 			sessions = append(sessions, &Session{Start: h.Start, Info: h.Info, Version: h.V})
+			batchLeft = 0
 			continue
 		}
 		if len(sessions) == 0 {
@@ -338,6 +364,10 @@ func Read(rd io.Reader, name string) ([]*Session, error) {
 		}
 		s := sessions[len(sessions)-1]
 		at := s.Start.Add(time.Duration(l.T) * time.Microsecond)
+		if l.K == kindBatch && s.Version >= 2 {
+			batchAt, batchLeft = at, l.N
+			continue
+		}
 		if (l.K == kindTape || l.K == kindComponents) && s.Version >= 2 {
 			if len(l.D) == 0 || l.K == kindTape && l.W == "" {
 				return nil, i18n.NewError("record.err.tape", name, n)
@@ -364,6 +394,13 @@ func Read(rd io.Reader, name string) ([]*Session, error) {
 			return nil, i18n.NewError("record.err.kind", name, n, l.K)
 		}
 		s.Observations = append(s.Observations, o)
+		if s.Version >= 2 {
+			taken := at
+			if batchLeft > 0 {
+				taken, batchLeft = batchAt, batchLeft-1
+			}
+			s.Taken = append(s.Taken, taken)
+		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, i18n.Wrap(err, "record.err.open", name)
@@ -395,10 +432,14 @@ func NewLive(rec *Recorder, info *lab.Info, start time.Time) *Live {
 
 // Observe records a batch of the Observer's stream.
 func (l *Live) Observe(batch []lab.Observation) {
+	now := time.Now()
 	l.s.Observations = append(l.s.Observations, batch...)
+	for range batch {
+		l.s.Taken = append(l.s.Taken, now)
+	}
 	l.s.checkpoints = nil
 	if l.rec != nil {
-		_ = l.rec.Record(batch)
+		_ = l.rec.RecordTaken(batch, now)
 	}
 }
 
@@ -417,6 +458,7 @@ func (l *Live) Tape(view string, at time.Time, data []byte) {
 func (l *Live) Session() *Session {
 	s := *l.s
 	s.Observations = s.Observations[:len(s.Observations):len(s.Observations)]
+	s.Taken = s.Taken[:len(s.Taken):len(s.Taken)]
 	s.Tapes = s.Tapes[:len(s.Tapes):len(s.Tapes)]
 	s.checkpoints = nil
 	return &s
@@ -445,4 +487,12 @@ func ForCluster(info *lab.Info) *Live {
 		return NewLive(nil, info, start)
 	}
 	return NewLive(r, info, start)
+}
+
+// taken returns when the workspace took observation i.
+func (s *Session) taken(i int) time.Time {
+	if i < len(s.Taken) {
+		return s.Taken[i]
+	}
+	return s.Observations[i].Header().At
 }

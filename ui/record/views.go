@@ -106,14 +106,14 @@ func (v *Views) Draw(name string) string {
 }
 
 // fold brings the views from where they are to at (not before): the
-// observations and tapes that came by then, in order of time, the
-// Observer's first on a tie.
+// observations and tapes the workspace took by then, in the order it took
+// them, the Observer's first on a tie.
 func (v *Views) fold(s *Session, at time.Duration) error {
 	end := s.Start.Add(at)
 	for {
 		var o lab.Observation
 		var t *Tape
-		if v.nextObs < len(s.Observations) && !s.Observations[v.nextObs].Header().At.After(end) {
+		if v.nextObs < len(s.Observations) && !s.taken(v.nextObs).After(end) {
 			o = s.Observations[v.nextObs]
 		}
 		if v.nextTape < len(s.Tapes) && !s.Tapes[v.nextTape].At.After(end) {
@@ -123,8 +123,8 @@ func (v *Views) fold(s *Session, at time.Duration) error {
 		case o == nil && t == nil:
 			v.at, v.now = at, end
 			return nil
-		case o != nil && (t == nil || !t.At.Before(o.Header().At)):
-			v.now = o.Header().At
+		case o != nil && (t == nil || !t.At.Before(s.taken(v.nextObs))):
+			v.now = s.taken(v.nextObs)
 			v.Lab.Apply(o)
 			v.nextObs++
 		default:
