@@ -164,7 +164,7 @@ func (m *Model) openWorkspace(l labio.Lab) tea.Cmd {
 	wopts.Lesson, wopts.Step = m.home.Lesson()
 	wopts.Autoplay = m.opts.Autoplay && wopts.Lesson != nil
 	if m.opts.Record {
-		wopts.Record = record.ForCluster(info)
+		wopts.Recording = record.ForCluster(info)
 	}
 	m.ws = workspace.New(m.c, l, labstate.New(info.Name, info.Members), wopts)
 	m.ws.SetSize(m.width, m.height)

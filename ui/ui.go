@@ -62,7 +62,8 @@ type Options struct {
 	// Autoplay plays the lesson (klab --lesson id --autoplay) once its
 	// cluster is up.
 	Autoplay bool
-	// Record records what the Observer reports to the cluster's state
+	// Record records what the views see (the Observer's stream, their
+	// own sources' tapes, the runtime's reports) to the cluster's state
 	// dir (events.jsonl.gz), for the timeline and klab replay.
 	Record bool
 	// Theme is the palette the TUI is drawn in (klab --theme); empty is

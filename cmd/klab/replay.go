@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -13,12 +14,13 @@ import (
 )
 
 // newReplayCmd is klab replay: a recording (a state dir's events.jsonl.gz)
-// drawn as the Raft view was, with no cluster and no Docker.
+// drawn as the views were, with no cluster and no Docker.
 func newReplayCmd() *cobra.Command {
 	var (
 		session       int
 		at            time.Duration
 		frame         bool
+		view          string
 		width, height int
 	)
 	cmd := &cobra.Command{
@@ -41,12 +43,23 @@ func newReplayCmd() *cobra.Command {
 			if at < 0 || at > s.Duration() {
 				return i18n.NewError("replay.err.at", at, s.Duration())
 			}
+			if !slices.Contains(record.ViewNames, view) {
+				return i18n.NewError("replay.err.view", view)
+			}
 			c := common.New()
 			if frame || !isTerminal(cmd.OutOrStdout()) {
-				_, err := fmt.Fprintln(cmd.OutOrStdout(), record.Frame(c, s, at, width, height))
+				out, err := record.Frame(c, s, view, at, width, height)
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), out)
 				return err
 			}
-			p := record.NewPlayer(c, s)
+			p, err := record.NewPlayer(c, s)
+			if err != nil {
+				return err
+			}
+			p.Show(view)
 			p.Seek(at)
 			_, err = tea.NewProgram(p, tea.WithAltScreen(), tea.WithContext(cmd.Context()),
 				tea.WithOutput(cmd.OutOrStdout())).Run()
@@ -56,6 +69,7 @@ func newReplayCmd() *cobra.Command {
 	cmd.Flags().IntVar(&session, "session", 0, i18n.T("replay.flag.session"))
 	cmd.Flags().DurationVar(&at, "at", 0, i18n.T("replay.flag.at"))
 	cmd.Flags().BoolVar(&frame, "frame", false, i18n.T("replay.flag.frame"))
+	cmd.Flags().StringVar(&view, "view", record.ViewRaft, i18n.T("replay.flag.view"))
 	cmd.Flags().IntVar(&width, "width", 120, i18n.T("replay.flag.width"))
 	cmd.Flags().IntVar(&height, "height", 40, i18n.T("replay.flag.height"))
 	return cmd

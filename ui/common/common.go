@@ -45,6 +45,11 @@ func New() *Common {
 // them: while the view is hidden, they change nothing on the screen and
 // cost no frame. Show tells the view when it is shown and hidden, for the
 // sources worth following only while they can be seen.
+//
+// What a view's own sources tell it is recorded as tapes (Tape) and can be
+// played back into a view that follows nothing (Replay, Play): the
+// timeline and klab replay draw every view as it was at a moment that way,
+// with the same code that drew it live.
 type View interface {
 	help.KeyMap
 	// SetSize gives the view its width and height in cells.
@@ -65,6 +70,23 @@ type View interface {
 	Typing() bool
 	// View draws the view in its size.
 	View() string
+
+	// Tape returns the compact record of msg, a message of the view's own
+	// sources (Owns), for the recording the timeline and klab replay draw
+	// from (package record): only the fields the view draws. It returns
+	// nil for a message that changes nothing drawn.
+	Tape(msg tea.Msg) []byte
+	// Replay forgets what the view knew and readies it to draw the
+	// cluster info describes from tapes (Play), following nothing.
+	Replay(info *lab.Info)
+	// Play folds a tape into the view as Update folds the message it was
+	// recorded from; a tape it cannot read is an error, and changes
+	// nothing.
+	Play(tape []byte) error
+	// Keyframe returns a tape that, played on a view just given Replay,
+	// brings it to what it holds now: the checkpoints that make
+	// scrubbing back through a long recording fast.
+	Keyframe() []byte
 }
 
 // Enabled returns the bindings that are enabled, in order: a pane builds

@@ -34,6 +34,9 @@ type KeyMap struct {
 	Autoplay, Presenter key.Binding
 	// ResetStep brings the cluster back to the start of a lesson step.
 	ResetStep key.Binding
+	// Timeline pauses the views on the recording to scrub it; Live (or
+	// Timeline again) goes back to the live views.
+	Timeline, Live key.Binding
 
 	// Raft clock.
 	Pause, Step, Slower, Faster key.Binding
@@ -88,6 +91,8 @@ func Default() *KeyMap {
 		Autoplay:  b([]string{"A"}, "A", "ui.key.autoplay"),
 		Presenter: b([]string{"P"}, "P", "ui.key.presenter"),
 		ResetStep: b([]string{"R"}, "R", "ui.key.reset-step"),
+		Timeline:  b([]string{"T"}, "T", "ui.key.timeline"),
+		Live:      b([]string{"T", "esc"}, "T", "ui.key.live"),
 
 		Pause:  b([]string{" "}, "space", "ui.key.pause"),
 		Step:   b([]string{"."}, ".", "ui.key.step"),

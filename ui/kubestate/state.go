@@ -30,22 +30,22 @@ const (
 
 // Node is one Node object as the TUI shows it.
 type Node struct {
-	Name string
+	Name string `json:"name"`
 	// Role is runtime.RoleMaster for a control-plane node (its label or
 	// taint says so), else runtime.RoleWorker.
-	Role string
+	Role string `json:"role,omitempty"`
 	// Ready is the status of the Ready condition ("" before the kubelet
 	// posted one); ReadyReason its reason and ReadySince when it last
 	// changed.
-	Ready       corev1.ConditionStatus
-	ReadyReason string
-	ReadySince  time.Time
+	Ready       corev1.ConditionStatus `json:"ready,omitempty"`
+	ReadyReason string                 `json:"reason,omitempty"`
+	ReadySince  time.Time              `json:"since"`
 	// Unschedulable is set on a cordoned node.
-	Unschedulable bool
-	PodCIDR       string
+	Unschedulable bool   `json:"unsched,omitempty"`
+	PodCIDR       string `json:"cidr,omitempty"`
 	// InternalIP is the address the node's pods and kube-proxy use.
-	InternalIP string
-	Deleting   bool
+	InternalIP string `json:"ip,omitempty"`
+	Deleting   bool   `json:"del,omitempty"`
 }
 
 // IsReady reports whether the node's Ready condition is True.
@@ -53,19 +53,20 @@ func (n *Node) IsReady() bool { return n.Ready == corev1.ConditionTrue }
 
 // Pod is one Pod object as the TUI shows it.
 type Pod struct {
-	Namespace, Name string
+	Namespace string `json:"ns"`
+	Name      string `json:"name"`
 	// Node is where it was scheduled; "" while it waits for the scheduler.
-	Node  string
-	Phase corev1.PodPhase
+	Node  string          `json:"node,omitempty"`
+	Phase corev1.PodPhase `json:"phase,omitempty"`
 	// Ready is the status of the Ready condition.
-	Ready    bool
-	Restarts int32
-	Deleting bool
+	Ready    bool  `json:"ready,omitempty"`
+	Restarts int32 `json:"restarts,omitempty"`
+	Deleting bool  `json:"del,omitempty"`
 	// Reason says why a pod is not running as it should: the pod's reason
 	// (Evicted), else a waiting container's (ContainerCreating,
 	// CrashLoopBackOff) or a terminated one's (Error, OOMKilled).
-	Reason  string
-	Created time.Time
+	Reason  string    `json:"reason,omitempty"`
+	Created time.Time `json:"created"`
 }
 
 // Key returns "namespace/name".
@@ -120,52 +121,53 @@ func (c *PodCounts) Total() int {
 
 // Lease is a leader-election Lease in kube-system.
 type Lease struct {
-	Name string
+	Name string `json:"name"`
 	// Holder is the holder's identity, "<node>_<uuid>" for klab's
 	// kube-scheduler and kube-controller-manager; Node is the node part,
 	// "" when nobody holds it.
-	Holder      string
-	Node        string
-	Transitions int32
-	AcquiredAt  time.Time
+	Holder      string    `json:"holder,omitempty"`
+	Node        string    `json:"node,omitempty"`
+	Transitions int32     `json:"n,omitempty"`
+	AcquiredAt  time.Time `json:"at"`
 }
 
 // Proxy is one node's kube-proxy as its event stream tells.
 type Proxy struct {
-	Node string
+	Node string `json:"node"`
 	// Mode is the running mode ("iptables", "ipvs", ...), the last one
 	// known when the kube-proxy stopped answering.
-	Mode string
+	Mode string `json:"mode,omitempty"`
 	// Since is when Mode was built.
-	Since     time.Time
-	Reachable bool
+	Since     time.Time `json:"since"`
+	Reachable bool      `json:"ok,omitempty"`
 	// Err is why the kube-proxy does not answer.
-	Err string
+	Err string `json:"err,omitempty"`
 	// ConfigError is why the ConfigMap's content is not in force.
-	ConfigError string
+	ConfigError string `json:"cfgErr,omitempty"`
 }
 
 // ProxyConfig is the kube-system/kube-proxy ConfigMap: the mode every
 // kube-proxy is asked to run.
 type ProxyConfig struct {
-	Exists        bool
-	Mode          string
-	IPVSScheduler string
+	Exists        bool   `json:"exists,omitempty"`
+	Mode          string `json:"mode,omitempty"`
+	IPVSScheduler string `json:"ipvs,omitempty"`
 	// Err is why the ConfigMap cannot be read as a KubeProxyConfiguration.
-	Err string
+	Err string `json:"err,omitempty"`
 }
 
 // Connection is the feed's link to the API server.
 type Connection struct {
 	// Connected is set once the API server answered, and cleared when it
 	// stops answering; Synced once the first lists arrived.
-	Connected, Synced bool
+	Connected bool `json:"connected,omitempty"`
+	Synced    bool `json:"synced,omitempty"`
 	// Err is why the API server does not answer (or why there is no
 	// feed at all); Since is when it stopped answering.
-	Err   string
-	Since time.Time
+	Err   string    `json:"err,omitempty"`
+	Since time.Time `json:"since"`
 	// Stopped is set when the feed ended (or never started: Err says why).
-	Stopped bool
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // State is the Kubernetes side of a lab. The zero value is an empty state,

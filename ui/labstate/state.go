@@ -13,6 +13,7 @@
 package labstate
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -336,3 +337,21 @@ func (s *State) expire() {
 
 // Age returns how many ticks ago something stamped at tick happened.
 func (s *State) Age(tick float64) float64 { return s.Ticks - tick }
+
+// Clone returns a copy of the state that Apply on either leaves the other
+// alone: the checkpoints a recording's timeline seeks from.
+func (s *State) Clone() *State {
+	c := *s
+	c.Members = slices.Clone(s.Members)
+	c.Messages = slices.Clone(s.Messages)
+	c.Heartbeats = slices.Clone(s.Heartbeats)
+	c.Notes = slices.Clone(s.Notes)
+	c.Partitions = make([]Partition, len(s.Partitions))
+	for i, p := range s.Partitions {
+		c.Partitions[i] = Partition{Side: slices.Clone(p.Side), From: slices.Clone(p.From)}
+	}
+	if s.Partitions == nil {
+		c.Partitions = nil
+	}
+	return &c
+}

@@ -12,8 +12,8 @@ import (
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/lab"
 	"github.com/klab-dev/klab/ui/common"
+	"github.com/klab-dev/klab/ui/keys"
 	"github.com/klab-dev/klab/ui/labstate"
-	"github.com/klab-dev/klab/ui/views/raft"
 )
 
 // StateAt folds the session's observations up to at (after its start)
@@ -31,7 +31,7 @@ func (s *Session) StateAt(at time.Duration) *labstate.State {
 func (s *Session) index(at time.Duration) int {
 	end := s.Start.Add(at)
 	return sort.Search(len(s.Observations), func(i int) bool {
-		return s.Observations[i].Header().At.After(end)
+		return s.taken(i).After(end)
 	})
 }
 
@@ -52,12 +52,31 @@ func (s *Session) News() []time.Duration {
 	return out
 }
 
-// Frame draws the Raft view of the session at a moment, with the timeline
-// under it: what klab replay shows there.
-func Frame(c *common.Common, s *Session, at time.Duration, width, height int) string {
-	v := raft.New(c, s.StateAt(at))
-	v.SetSize(width, max(height-2, 1))
-	return v.View() + "\n" + Timeline(s, at, false, width)
+// Frame draws a view (one of ViewNames) of the session at a moment, with
+// the timeline under it: what klab replay shows there.
+func Frame(c *common.Common, s *Session, view string, at time.Duration, width, height int) (string, error) {
+	v, err := s.ViewsAt(c, at)
+	if err != nil {
+		return "", err
+	}
+	v.SetSize(width, max(height-3, 1))
+	return common.Lines(Tabs(c, view, width)+"\n"+v.Draw(view)+"\n"+Timeline(s, at, false, width), width, height), nil
+}
+
+// Tabs draws the line that names the views and marks the one shown, with
+// the keys that show each.
+func Tabs(c *common.Common, shown string, width int) string {
+	var parts []string
+	for i, name := range ViewNames {
+		label := fmt.Sprintf("%d %s", i+1, i18n.T("ui.view."+name))
+		if name == shown {
+			label = c.Styles.Header.ActiveTab.Render(label)
+		} else {
+			label = c.Styles.Header.Tab.Render(label)
+		}
+		parts = append(parts, label)
+	}
+	return ansi.Truncate(strings.Join(parts, "  "), width, "…")
 }
 
 // Timeline draws where a moment is in the session, and the keys that move
@@ -89,20 +108,31 @@ func clock(d time.Duration) string {
 	return fmt.Sprintf("%d:%04.1f", int(d.Minutes()), (d % time.Minute).Seconds())
 }
 
-// Player is klab replay's screen: a recorded session's Raft view at a
-// moment the user moves, paused or playing at the speed it was recorded.
+// Player is klab replay's screen: a recorded session's views at a moment
+// the user moves, paused or playing at the speed it was recorded.
 type Player struct {
 	c             *common.Common
 	s             *Session
+	views         *Views
+	view          string
 	news          []time.Duration
 	at            time.Duration
 	playing       bool
 	width, height int
+	err           error
 }
 
-// NewPlayer opens a session paused at its start.
-func NewPlayer(c *common.Common, s *Session) *Player {
-	return &Player{c: c, s: s, news: s.News(), width: 100, height: 30}
+// NewPlayer opens a session paused at its start, on the Raft view. It
+// reads every tape first, and says which one it cannot.
+func NewPlayer(c *common.Common, s *Session) (*Player, error) {
+	p := &Player{c: c, s: s, view: ViewRaft, news: s.News(), width: 100, height: 30}
+	v, err := s.ViewsAt(c, 0)
+	if err != nil {
+		return nil, err
+	}
+	p.views = v
+	p.layout()
+	return p, nil
 }
 
 type tickMsg struct{}
@@ -117,14 +147,32 @@ func (p *Player) Init() tea.Cmd { return nil }
 // At reports the moment shown.
 func (p *Player) At() time.Duration { return p.at }
 
+// Show shows the named view, one of ViewNames.
+func (p *Player) Show(view string) {
+	if p.views.View(view) != nil {
+		p.view = view
+	}
+}
+
 // Seek moves to a moment, within the session.
-func (p *Player) Seek(at time.Duration) { p.at = min(max(at, 0), p.s.Duration()) }
+func (p *Player) Seek(at time.Duration) {
+	p.at = min(max(at, 0), p.s.Duration())
+	v, err := p.s.Seek(p.c, p.views, p.at)
+	if err != nil {
+		p.err = err
+		return
+	}
+	p.views = v
+}
+
+func (p *Player) layout() { p.views.SetSize(p.width, max(p.height-3, 1)) }
 
 // Update moves the moment on keys and, playing, with time.
 func (p *Player) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		p.width, p.height = msg.Width, msg.Height
+		p.layout()
 	case tickMsg:
 		if !p.playing {
 			return p, nil
@@ -143,7 +191,7 @@ func (p *Player) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			p.playing = !p.playing
 			if p.playing {
 				if p.at >= p.s.Duration() {
-					p.at = 0
+					p.Seek(0)
 				}
 				return p, tick()
 			}
@@ -169,12 +217,19 @@ func (p *Player) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			p.Seek(0)
 		case "end", "G":
 			p.Seek(p.s.Duration())
+		case "1", "2", "3", "4", "5":
+			p.Show(ViewNames[msg.String()[0]-'1'])
 		case "L":
 			if i18n.Current() == i18n.Korean {
 				i18n.SetLang(i18n.English)
 			} else {
 				i18n.SetLang(i18n.Korean)
 			}
+			*p.c.Keys = *keys.Default()
+		default:
+			// The view's own keys (choosing a pod, a Service, an event):
+			// they change what is selected, never the cluster.
+			p.views.View(p.view).Update(msg)
 		}
 	}
 	return p, nil
@@ -199,9 +254,11 @@ func (p *Player) nextNews() time.Duration {
 	return p.s.Duration()
 }
 
-// View draws the Raft view at the moment, and the timeline.
+// View draws the view shown at the moment, and the timeline.
 func (p *Player) View() string {
-	v := raft.New(p.c, p.s.StateAt(p.at))
-	v.SetSize(p.width, max(p.height-2, 1))
-	return v.View() + "\n" + Timeline(p.s, p.at, p.playing, p.width)
+	body := p.views.Draw(p.view)
+	if p.err != nil {
+		body = p.c.Styles.Status.Error.Render(i18n.Localize(p.err, i18n.Current()))
+	}
+	return common.Lines(Tabs(p.c, p.view, p.width)+"\n"+body+"\n"+Timeline(p.s, p.at, p.playing, p.width), p.width, p.height)
 }

@@ -1,6 +1,7 @@
-// Package record writes what the Observer reports to a recording (the state
-// dir's events.jsonl.gz) and reads it back, so that the Raft view can be
-// drawn as it was at any moment of a session, with or without the cluster.
+// Package record writes what the workspace's views see to a recording (the
+// state dir's events.jsonl.gz) and reads it back, so that every view (Raft,
+// Overview, Scheduler, Proxy, Events) can be drawn as it was at any moment
+// of a session, with or without the cluster.
 //
 // A recording is JSON lines, append-only, gzipped: each batch the
 // workspace draws at once is one whole gzip member appended to the file, so
@@ -12,12 +13,22 @@
 // later line is one observation, its time given in microseconds after the
 // header's start so that a line stays short:
 //
-//	{"klab":"recording","v":1,"start":"2026-…","info":{…}}
+//	{"klab":"recording","v":2,"start":"2026-…","info":{…}}
 //	{"t":1250,"k":"e","n":17,"m":"master-1","e":{…}}
 //	{"t":1300,"k":"s","n":18,"m":"master-2","s":{…}}
+//	{"t":1320,"k":"v","w":"overview","d":[{"pod":{"ns":"default","name":"web-1",…}}]}
+//	{"t":1400,"k":"c","d":[{"ref":{…},"state":"running"}]}
 //
 // k is "s" (a status), "e" (a raft event), "u" (the member stopped
-// answering; err says why) or "g" (events were lost; lost says how many).
+// answering; err says why) or "g" (events were lost; lost says how many),
+// the Observer's stream, each at the time it was observed; "b", the moment
+// the workspace took the n observations that follow (a batch: what the
+// views drew at once, later than each was observed); "v", a tape of view w's own sources (the
+// Kubernetes feed's object adds, updates and deletes for the Overview, the
+// kube-schedulers' decisions, the Services and kube-proxy rules, the Events
+// and the API servers' requests; each view's Tape says what it keeps, only
+// the fields it draws); or "c", the runtime's report of the components.
+// Version 1 recordings, the Observer's stream alone, are read as well.
 package record
 
 import (
@@ -41,8 +52,9 @@ import (
 // FileName is the recording's name in a cluster's state dir.
 const FileName = "events.jsonl.gz"
 
-// Version is the recording format's version.
-const Version = 1
+// Version is the recording format's version: 2 added the views' tapes
+// and the components' reports.
+const Version = 2
 
 // header is a session's first line.
 type header struct {
@@ -52,16 +64,39 @@ type header struct {
 	Info  *lab.Info `json:"info"`
 }
 
-// line is one observation.
+// line is one observation, tape or report.
 type line struct {
-	T      int64        `json:"t"`
-	K      string       `json:"k"`
-	N      uint64       `json:"n"`
-	M      string       `json:"m"`
-	Status *etcd.Status `json:"s,omitempty"`
-	Event  *etcd.Event  `json:"e,omitempty"`
-	Err    string       `json:"err,omitempty"`
-	Lost   uint64       `json:"lost,omitempty"`
+	T      int64           `json:"t"`
+	K      string          `json:"k"`
+	N      uint64          `json:"n,omitempty"`
+	M      string          `json:"m,omitempty"`
+	Status *etcd.Status    `json:"s,omitempty"`
+	Event  *etcd.Event     `json:"e,omitempty"`
+	Err    string          `json:"err,omitempty"`
+	Lost   uint64          `json:"lost,omitempty"`
+	W      string          `json:"w,omitempty"`
+	D      json.RawMessage `json:"d,omitempty"`
+}
+
+// Line kinds of the views' sources.
+const (
+	kindBatch      = "b"
+	kindTape       = "v"
+	kindComponents = "c"
+)
+
+// Components is the name under which the runtime's reports of the
+// components are kept among a session's tapes.
+const Components = "components"
+
+// Tape is one recorded message of a view's own sources (View names the
+// view, or is Components), as the view's Tape encoded it.
+type Tape struct {
+	At   time.Time
+	View string
+	Data []byte
+	// Line is where the tape was read, for errors.
+	Line int
 }
 
 // Recorder appends observations to a recording. It is safe for use by
@@ -143,11 +178,48 @@ func (r *Recorder) write() {
 	r.err = err
 }
 
-// Record appends a batch of observations and writes it out: a batch is
-// what the workspace draws at once, a few times a second at most.
-func (r *Recorder) Record(batch []lab.Observation) error {
+// maxPending is how many bytes of tapes wait for the next batch of
+// observations before they are written on their own.
+const maxPending = 64 << 10
+
+// RecordTape adds a tape of view's own sources (or the components' report,
+// view Components) taken at at. It is written out with the next batch of
+// observations, which come at least once a second, so that tapes do not
+// cost a gzip member each; Close writes what is left.
+func (r *Recorder) RecordTape(view string, at time.Time, data []byte) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	k := kindTape
+	if view == Components {
+		k, view = kindComponents, ""
+	}
+	r.put(line{T: at.Sub(r.start).Microseconds(), K: k, W: view, D: data})
+	if r.raw.Len() >= maxPending {
+		r.write()
+	}
+	return r.err
+}
+
+// Record appends a batch of observations, taken when its last one was
+// observed, and writes it out, with the tapes taken since the last batch:
+// a batch is what the workspace draws at once, a few times a second at
+// most.
+func (r *Recorder) Record(batch []lab.Observation) error {
+	if len(batch) == 0 {
+		return r.RecordTaken(batch, r.start)
+	}
+	return r.RecordTaken(batch, batch[len(batch)-1].Header().At)
+}
+
+// RecordTaken is Record of a batch the workspace took at taken, which a
+// frame of that moment draws: its observations may have been observed a
+// little earlier.
+func (r *Recorder) RecordTaken(batch []lab.Observation, taken time.Time) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(batch) > 0 {
+		r.put(line{T: taken.Sub(r.start).Microseconds(), K: kindBatch, N: uint64(len(batch))})
+	}
 	for _, o := range batch {
 		h := o.Header()
 		l := line{T: h.At.Sub(r.start).Microseconds(), N: h.Seq, M: h.Member}
@@ -172,11 +244,12 @@ func (r *Recorder) Record(batch []lab.Observation) error {
 	return r.err
 }
 
-// Flush reports the first error of the recording: every batch is written
-// as it is recorded, so nothing waits in a buffer.
+// Flush writes the tapes that wait for a batch and reports the first
+// error of the recording.
 func (r *Recorder) Flush() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.write()
 	return r.err
 }
 
@@ -199,15 +272,31 @@ type Session struct {
 	Start        time.Time
 	Info         *lab.Info
 	Observations []lab.Observation
+	// Taken is when the workspace took each observation, in
+	// Observations' order: a frame shows what was taken by its moment.
+	// Version 1 recordings do not say; each was taken when observed.
+	Taken []time.Time
+	// Tapes are the views' own sources' messages, in order.
+	Tapes []Tape
+	// Version is the format the session was read from.
+	Version int
+
+	// checkpoints are the keyframes StateAt seeks from, made on first
+	// use.
+	checkpoints []*checkpoint
 }
 
 // Duration is how long after its start the session's last observation
-// came.
+// or tape came.
 func (s *Session) Duration() time.Duration {
-	if len(s.Observations) == 0 {
-		return 0
+	var d time.Duration
+	if n := len(s.Observations); n > 0 {
+		d = s.taken(n - 1).Sub(s.Start)
 	}
-	return s.Observations[len(s.Observations)-1].Header().At.Sub(s.Start)
+	if n := len(s.Tapes); n > 0 {
+		d = max(d, s.Tapes[n-1].At.Sub(s.Start))
+	}
+	return d
 }
 
 // Load reads every session of the recording at path.
@@ -224,6 +313,10 @@ func Load(path string) ([]*Session, error) {
 // for errors.
 func Read(rd io.Reader, name string) ([]*Session, error) {
 	var sessions []*Session
+	// batchAt is when the workspace took the batchLeft observations
+	// still to come of the last batch line.
+	var batchAt time.Time
+	var batchLeft uint64
 	br := bufio.NewReader(rd)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
@@ -255,10 +348,11 @@ func Read(rd io.Reader, name string) ([]*Session, error) {
 			if err := json.Unmarshal(b, &h); err != nil {
 				return nil, i18n.Wrap(err, "record.err.line", name, n)
 			}
-			if h.Klab != "recording" || h.V != Version || h.Info == nil {
+			if h.Klab != "recording" || h.V < 1 || h.V > Version || h.Info == nil {
 				return nil, i18n.NewError("record.err.header", name, n, h.V)
 			}
-			sessions = append(sessions, &Session{Start: h.Start, Info: h.Info})
+			sessions = append(sessions, &Session{Start: h.Start, Info: h.Info, Version: h.V})
+			batchLeft = 0
 			continue
 		}
 		if len(sessions) == 0 {
@@ -269,7 +363,23 @@ func Read(rd io.Reader, name string) ([]*Session, error) {
 			return nil, i18n.Wrap(err, "record.err.line", name, n)
 		}
 		s := sessions[len(sessions)-1]
-		h := lab.Observed{Seq: l.N, Member: l.M, At: s.Start.Add(time.Duration(l.T) * time.Microsecond)}
+		at := s.Start.Add(time.Duration(l.T) * time.Microsecond)
+		if l.K == kindBatch && s.Version >= 2 {
+			batchAt, batchLeft = at, l.N
+			continue
+		}
+		if (l.K == kindTape || l.K == kindComponents) && s.Version >= 2 {
+			if len(l.D) == 0 || l.K == kindTape && l.W == "" {
+				return nil, i18n.NewError("record.err.tape", name, n)
+			}
+			view := l.W
+			if l.K == kindComponents {
+				view = Components
+			}
+			s.Tapes = append(s.Tapes, Tape{At: at, View: view, Data: []byte(l.D), Line: n})
+			continue
+		}
+		h := lab.Observed{Seq: l.N, Member: l.M, At: at}
 		var o lab.Observation
 		switch {
 		case l.K == "s" && l.Status != nil:
@@ -284,6 +394,13 @@ func Read(rd io.Reader, name string) ([]*Session, error) {
 			return nil, i18n.NewError("record.err.kind", name, n, l.K)
 		}
 		s.Observations = append(s.Observations, o)
+		if s.Version >= 2 {
+			taken := at
+			if batchLeft > 0 {
+				taken, batchLeft = batchAt, batchLeft-1
+			}
+			s.Taken = append(s.Taken, taken)
+		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, i18n.Wrap(err, "record.err.open", name)
@@ -296,21 +413,86 @@ func Read(rd io.Reader, name string) ([]*Session, error) {
 
 // String describes a session in one line, for lists.
 func (s *Session) String() string {
-	return fmt.Sprintf("%s %s (%d)", s.Info.Name, s.Start.Format(time.RFC3339), len(s.Observations))
+	return fmt.Sprintf("%s %s (%d)", s.Info.Name, s.Start.Format(time.RFC3339), len(s.Observations)+len(s.Tapes))
+}
+
+// Live is a workspace's recording: the file it appends to (none when the
+// file cannot be opened) and the session so far, kept in memory for the
+// timeline. Its methods are called from the workspace's Update loop.
+type Live struct {
+	rec *Recorder
+	s   *Session
+}
+
+// NewLive begins a session of the cluster info describes at start,
+// written to rec when it is not nil.
+func NewLive(rec *Recorder, info *lab.Info, start time.Time) *Live {
+	return &Live{rec: rec, s: &Session{Start: start, Info: info, Version: Version}}
+}
+
+// Observe records a batch of the Observer's stream.
+func (l *Live) Observe(batch []lab.Observation) {
+	now := time.Now()
+	l.s.Observations = append(l.s.Observations, batch...)
+	for range batch {
+		l.s.Taken = append(l.s.Taken, now)
+	}
+	l.s.checkpoints = nil
+	if l.rec != nil {
+		_ = l.rec.RecordTaken(batch, now)
+	}
+}
+
+// Tape records a tape of view's own sources, or the components' report
+// (view Components), taken at at.
+func (l *Live) Tape(view string, at time.Time, data []byte) {
+	l.s.Tapes = append(l.s.Tapes, Tape{At: at, View: view, Data: data})
+	l.s.checkpoints = nil
+	if l.rec != nil {
+		_ = l.rec.RecordTape(view, at, data)
+	}
+}
+
+// Session returns the session so far, to scrub: a copy that later
+// records leave alone.
+func (l *Live) Session() *Session {
+	s := *l.s
+	s.Observations = s.Observations[:len(s.Observations):len(s.Observations)]
+	s.Taken = s.Taken[:len(s.Taken):len(s.Taken)]
+	s.Tapes = s.Tapes[:len(s.Tapes):len(s.Tapes)]
+	s.checkpoints = nil
+	return &s
+}
+
+// Close writes what waits and closes the file.
+func (l *Live) Close() error {
+	if l.rec == nil {
+		return nil
+	}
+	return l.rec.Close()
 }
 
 // ForCluster opens the cluster's recording in its state dir and returns
-// what records each batch into it; nil when it cannot be opened (the
-// workspace then runs without one: a recording is never worth stopping
-// the lesson for).
-func ForCluster(info *lab.Info) func([]lab.Observation) {
+// the workspace's recording of it; without a state dir or a file that
+// opens, the session is still kept in memory for the timeline (a
+// recording is never worth stopping the lesson for).
+func ForCluster(info *lab.Info) *Live {
+	start := time.Now()
 	dir, err := lab.StateDir(info.Name)
 	if err != nil {
-		return nil
+		return NewLive(nil, info, start)
 	}
-	r, err := Open(filepath.Join(dir, FileName), info, time.Now())
+	r, err := Open(filepath.Join(dir, FileName), info, start)
 	if err != nil {
-		return nil
+		return NewLive(nil, info, start)
 	}
-	return func(batch []lab.Observation) { _ = r.Record(batch) }
+	return NewLive(r, info, start)
+}
+
+// taken returns when the workspace took observation i.
+func (s *Session) taken(i int) time.Time {
+	if i < len(s.Taken) {
+		return s.Taken[i]
+	}
+	return s.Observations[i].Header().At
 }

@@ -64,10 +64,10 @@ func TestRecordedElectionScrubbedBack(t *testing.T) {
 	var buf bytes.Buffer
 	r := New(nopCloser{&buf}, info, start)
 	obs := election(start)
-	if err := r.Record(obs[:4]); err != nil {
+	if err := r.Record(obs[:3]); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Record(obs[4:]); err != nil {
+	if err := r.Record(obs[3:]); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Close(); err != nil {
@@ -84,8 +84,14 @@ func TestRecordedElectionScrubbedBack(t *testing.T) {
 		t.Fatalf("read %d sessions, want 1 of %d observations", len(sessions), len(obs))
 	}
 	s := sessions[0]
-	before := Frame(c, s, 400*time.Millisecond, 120, 40)
-	after := Frame(c, s, s.Duration(), 120, 40)
+	before, err := Frame(c, s, ViewRaft, 400*time.Millisecond, 120, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := Frame(c, s, ViewRaft, s.Duration(), 120, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
 	uitest.Golden(t, "election-before", before)
 	uitest.Golden(t, "election-after", after)
 	for _, want := range []string{"MsgPreVote t3", "MsgVote t3", "★ leader master-1, term 3"} {
@@ -133,8 +139,8 @@ func TestRecordingIsGzipBatches(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the recording is not a gzip stream: %v", err)
 	}
-	if lines := bytes.Count(plain, []byte("\n")); lines != len(obs)+1 {
-		t.Errorf("%d lines, want the header and %d observations", lines, len(obs))
+	if lines := bytes.Count(plain, []byte("\n")); lines != 2*len(obs)+1 {
+		t.Errorf("%d lines, want the header and %d observations, each after its batch's line", lines, len(obs))
 	}
 	if len(file) >= len(plain) {
 		t.Errorf("gzipped recording %d B is no smaller than its %d B of lines", len(file), len(plain))

@@ -52,10 +52,16 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		}
 		return cmd
 	}
+	if m.rewind != nil && !m.cmdline.Shown() && m.timelineKey(msg) {
+		return nil
+	}
 	if v := m.shownView(); v.Typing() {
 		return v.Update(msg)
 	}
 	switch {
+	case m.rewind == nil && key.Matches(msg, k.Timeline):
+		m.openTimeline()
+		return nil
 	case key.Matches(msg, k.Back):
 		// esc stops a solution's command still running, or closes its
 		// output, before anything else.
@@ -102,6 +108,14 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	}
 	if cmd, ok := m.lessonKey(msg); ok {
 		return cmd
+	}
+	if m.rewind != nil {
+		// The rewound view's own keys choose what it shows; what they
+		// would ask of the cluster has no cluster to go to.
+		if v := m.rewind.views.View(recordNames[m.view]); v != nil {
+			v.Update(msg)
+		}
+		return nil
 	}
 	return m.shownView().Update(msg)
 }

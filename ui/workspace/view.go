@@ -20,6 +20,9 @@ func (m *Model) View() string {
 	lw := m.lessonWidth()
 	vw := bw - lw
 	live := m.shownView().View()
+	if m.rewind != nil {
+		live = m.rewoundView()
+	}
 	if m.cmdline.Shown() {
 		live += "\n" + m.cmdline.Render()
 	}

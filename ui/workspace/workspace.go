@@ -25,6 +25,7 @@ import (
 	"github.com/klab-dev/klab/ui/common"
 	"github.com/klab-dev/klab/ui/labio"
 	"github.com/klab-dev/klab/ui/labstate"
+	"github.com/klab-dev/klab/ui/record"
 	"github.com/klab-dev/klab/ui/styles"
 	"github.com/klab-dev/klab/ui/views/lesson"
 	"github.com/klab-dev/klab/ui/views/overview"
@@ -70,9 +71,10 @@ type Options struct {
 	// Views are the views besides Overview and Raft (which the workspace
 	// makes, on its State), by ID.
 	Views map[ViewID]common.View
-	// Record, when set, is given each batch of the Observer's stream
-	// before the views see it (the recording, package record).
-	Record func(batch []lab.Observation)
+	// Recording, when set, records the Observer's stream, what the views'
+	// own sources tell them and the runtime's reports, before the views
+	// see them (package record); the timeline (T) scrubs it.
+	Recording *record.Live
 	// StepSnapshots takes an etcd snapshot of the cluster as each lesson
 	// step starts, offers the key that resets the cluster to one, and
 	// follows the resets klab reset makes from another terminal.
@@ -138,6 +140,13 @@ type Model struct {
 	closed   bool
 	closeErr error
 	writes   int
+
+	// rewind is the timeline while the views are rewound (T); nil live.
+	rewind *rewind
+	// comps is the runtime's report last recorded.
+	comps []byte
+	// viewW and viewH are the live view's size.
+	viewW, viewH int
 }
 
 // focus is the pane the arrow and page keys go to.
@@ -232,6 +241,10 @@ func (m *Model) Stop() {
 	if m.feed != nil {
 		m.feed.Close()
 	}
+	if m.opts.Recording != nil {
+		_ = m.opts.Recording.Close()
+		m.opts.Recording = nil
+	}
 	m.cmdline.Stop()
 }
 
@@ -292,6 +305,10 @@ func (m *Model) layout() {
 	}
 	for _, v := range m.views {
 		v.SetSize(vw, vh)
+	}
+	m.viewW, m.viewH = vw, vh
+	if m.rewind != nil {
+		m.rewind.views.SetSize(vw, max(vh-timelineHeight, 1))
 	}
 }
 
@@ -377,14 +394,15 @@ func (m *Model) update(msg tea.Msg) (*Model, tea.Cmd) {
 	// Every view sees every message but keys, which go to the view shown
 	// (handleKey), and takes what it follows.
 	if _, ok := msg.(tea.KeyMsg); !ok {
+		m.recordTapes(msg)
 		for _, v := range m.views {
 			cmds = append(cmds, v.Update(msg))
 		}
 	}
 	switch msg := msg.(type) {
 	case labio.ObservationsMsg:
-		if m.opts.Record != nil {
-			m.opts.Record(msg.Batch)
+		if m.opts.Recording != nil {
+			m.opts.Recording.Observe(msg.Batch)
 		}
 		refresh := false
 		for _, o := range msg.Batch {
@@ -486,6 +504,10 @@ func (m *Model) ShortHelp() []key.Binding {
 	if v := m.shownView(); v.Typing() {
 		return v.ShortHelp()
 	}
+	if m.rewind != nil {
+		out := append([]key.Binding{k.Live, k.Overview, k.Raft}, m.switchKeys()...)
+		return append(out, k.Command, k.Help, k.Quit, k.Lang)
+	}
 	// The footer is cut at the screen's width: what the focused pane
 	// offers first, then the keys to find all the others (?) and to
 	// leave, then the rest.
@@ -518,7 +540,11 @@ func (m *Model) FullHelp() [][]key.Binding {
 	if m.pane != nil {
 		groups = append(groups, append(m.lessonKeys(), k.Focus))
 	}
-	return append(groups, []key.Binding{k.Command, k.Lang, k.Help, k.Back, k.Quit, k.ForceQuit})
+	last := []key.Binding{k.Command, k.Lang, k.Help, k.Back, k.Quit, k.ForceQuit}
+	if m.opts.Recording != nil {
+		last = append([]key.Binding{k.Timeline}, last...)
+	}
+	return append(groups, last)
 }
 
 // switchKeys are the keys of the views other than Overview and Raft that

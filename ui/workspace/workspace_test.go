@@ -238,6 +238,10 @@ type feedItem struct{}
 
 func (*feedView) SetSize(int, int)                         {}
 func (*feedView) Start(context.Context, *lab.Info) tea.Cmd { return nil }
+func (*feedView) Tape(tea.Msg) []byte                      { return nil }
+func (*feedView) Replay(*lab.Info)                         {}
+func (*feedView) Play([]byte) error                        { return nil }
+func (*feedView) Keyframe() []byte                         { return nil }
 func (v *feedView) ShortHelp() []key.Binding               { return v.offers }
 func (*feedView) FullHelp() [][]key.Binding                { return nil }
 func (*feedView) View() string                             { return "events" }

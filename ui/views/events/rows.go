@@ -21,18 +21,25 @@ const (
 
 // eventRow is one Kubernetes Event as the view keeps it.
 type eventRow struct {
-	UID string
+	UID string `json:"uid"`
 	// Time is when the event was last seen; First when first.
-	Time, First time.Time
+	Time  time.Time `json:"time"`
+	First time.Time `json:"first"`
 	// Type is Normal or Warning.
-	Type, Reason, Note, Action string
+	Type   string `json:"type,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	Note   string `json:"note,omitempty"`
+	Action string `json:"action,omitempty"`
 	// Kind, Namespace and Name say which object the event is about
 	// (regarding).
-	Kind, Namespace, Name string
+	Kind      string `json:"kind,omitempty"`
+	Namespace string `json:"ns,omitempty"`
+	Name      string `json:"name,omitempty"`
 	// Controller and Instance say who reported it (the scheduler, a
 	// kubelet on some node, ...).
-	Controller, Instance string
-	Count                int32
+	Controller string `json:"by,omitempty"`
+	Instance   string `json:"on,omitempty"`
+	Count      int32  `json:"count,omitempty"`
 }
 
 // rowOf takes what the view shows from an events.k8s.io/v1 Event, which
@@ -123,7 +130,7 @@ func (l *eventLog) index(uid string) int {
 // requestRow is one request an API server served.
 type requestRow struct {
 	// Server is the master whose API server served it.
-	Server string
+	Server string `json:"server"`
 	apiserver.RequestEvent
 }
 

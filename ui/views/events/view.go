@@ -99,7 +99,7 @@ func (v *View) Start(ctx context.Context, info *lab.Info) tea.Cmd {
 // again, the view reads each log anew, and the server replays the 256
 // requests it keeps.
 func (v *View) Show(shown bool) tea.Cmd {
-	if !v.started || shown == (v.stopRequests != nil) {
+	if !v.started || v.feed == nil || shown == (v.stopRequests != nil) {
 		return nil
 	}
 	if !shown {

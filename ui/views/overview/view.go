@@ -268,3 +268,24 @@ func (v *View) legend(ks *kubestate.State) string {
 	}
 	return common.JoinFitting(parts, v.width, "  ")
 }
+
+// Tape records a message of the Kubernetes feed: the projections of the
+// objects that changed.
+func (v *View) Tape(msg tea.Msg) []byte {
+	if m, ok := msg.(kubestate.UpdateMsg); ok {
+		return m.Tape()
+	}
+	return nil
+}
+
+// Replay forgets the Kubernetes side and the runtime's report, to draw
+// the cluster info describes from tapes.
+func (v *View) Replay(info *lab.Info) {
+	v.info, v.kube, v.report = info, &kubestate.State{}, nil
+}
+
+// Play folds a tape of the Kubernetes feed into the view.
+func (v *View) Play(tape []byte) error { return v.kube.Play(tape) }
+
+// Keyframe returns the Kubernetes side as one tape.
+func (v *View) Keyframe() []byte { return v.kube.Keyframe() }

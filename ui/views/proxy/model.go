@@ -15,20 +15,24 @@ const labelServiceProxyName = "service.kubernetes.io/service-proxy-name"
 // service is one Service as the view lists it, with the endpoints of all
 // its EndpointSlices.
 type service struct {
-	Namespace, Name string
-	Type            corev1.ServiceType
-	ClusterIP       string
-	Ports           []corev1.ServicePort
-	Endpoints       []endpoint
+	Namespace string               `json:"ns"`
+	Name      string               `json:"name"`
+	Type      corev1.ServiceType   `json:"type,omitempty"`
+	ClusterIP string               `json:"ip,omitempty"`
+	Ports     []corev1.ServicePort `json:"ports,omitempty"`
+	Endpoints []endpoint           `json:"eps,omitempty"`
 	// OtherProxy names the proxy that claims the Service, when one does:
 	// kube-proxy then leaves it alone.
-	OtherProxy string
+	OtherProxy string `json:"other,omitempty"`
 }
 
 // endpoint is one address of a Service's EndpointSlices.
 type endpoint struct {
-	Pod, IP, Node      string
-	Ready, Terminating bool
+	Pod         string `json:"pod,omitempty"`
+	IP          string `json:"ip"`
+	Node        string `json:"node,omitempty"`
+	Ready       bool   `json:"ready,omitempty"`
+	Terminating bool   `json:"term,omitempty"`
 }
 
 func (s *service) key() string { return s.Namespace + "/" + s.Name }

@@ -69,7 +69,8 @@ func (v *View) placeholder() (string, lipgloss.Style, bool) {
 	switch {
 	case v.err != nil:
 		return i18n.T("ui.proxy.err.watch", i18n.Localize(v.err, i18n.Current())), v.c.Styles.Proxy.Bad, true
-	case v.cluster == nil:
+	case v.cluster == nil && !v.listed:
+		// A replayed view has no cluster, only what was listed.
 		return i18n.T("ui.proxy.connecting"), muted, true
 	case !v.listed:
 		return i18n.T("ui.proxy.listing"), muted, true

@@ -262,3 +262,16 @@ func noteLine(v *View, st *labstate.State, n labstate.Note, whenW, width int) st
 	}
 	return common.Fit(s.Raft.Muted.Render(common.Pad(when, whenW))+text, width)
 }
+
+// Tape records nothing: the members' state is the workspace's, recorded
+// as the Observer's stream.
+func (v *View) Tape(tea.Msg) []byte { return nil }
+
+// Replay does nothing: the view draws the State it was made with.
+func (v *View) Replay(*lab.Info) {}
+
+// Play does nothing: the view has no source of its own.
+func (v *View) Play([]byte) error { return nil }
+
+// Keyframe returns nil: the view has no source of its own.
+func (v *View) Keyframe() []byte { return nil }

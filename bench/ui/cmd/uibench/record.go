@@ -38,11 +38,19 @@ func recording(info *lab.Info, dur time.Duration, dir string) error {
 		phase := "steady"
 		var stop func()
 		if busy {
-			phase = fmt.Sprintf("busy: %d writes/s of %d B", loadRate, loadValue)
+			phase = fmt.Sprintf("busy: %d writes/s of %d B, a Deployment scaled 0↔%d every %s", loadRate, loadValue, churnReplicas, churnEvery)
 			var err error
 			if stop, err = startLoad(info); err != nil {
 				return err
 			}
+			ctx, cancel := context.WithCancel(context.Background())
+			if err := churn(ctx, info); err != nil {
+				cancel()
+				stop()
+				return err
+			}
+			stopLoad := stop
+			stop = func() { cancel(); stopLoad() }
 		}
 		alone, _, err := observe(info, dur, "")
 		if err != nil {
@@ -56,8 +64,8 @@ func recording(info *lab.Info, dur time.Duration, dir string) error {
 			return err
 		}
 		perMin := float64(res.bytes) / res.elapsed.Minutes()
-		fmt.Printf("| recording (%s) | %s | %.1f MB/min (%d observations) | %+.2f %% of a core (with %.2f %%, without %.2f %%) | %.2f %% of a core inside Record |\n",
-			phase, res.elapsed.Round(time.Second), perMin/1e6, res.observed,
+		fmt.Printf("| recording (%s) | %s | %.1f MB/min (%d observations, %d tapes) | %+.2f %% of a core (with %.2f %%, without %.2f %%) | %.2f %% of a core inside Record and Tape |\n",
+			phase, res.elapsed.Round(time.Second), perMin/1e6, res.observed, res.tapes,
 			100*(with-alone), 100*with, 100*alone, 100*res.recording.Seconds()/res.elapsed.Seconds())
 	}
 	return nil
@@ -67,12 +75,13 @@ type observed struct {
 	elapsed   time.Duration
 	observed  int
 	bytes     int64
+	tapes     int
 	recording time.Duration
 }
 
-// observe reads the Observer as the workspace does for dur, recording each
-// batch to path when it is set, and returns this process's CPU in that
-// time as a fraction of a core.
+// observe reads the Observer and the views' sources as the workspace does
+// for dur, recording each batch and each tape to path when it is set, and
+// returns this process's CPU in that time as a fraction of a core.
 func observe(info *lab.Info, dur time.Duration, path string) (float64, observed, error) {
 	var res observed
 	var rec *record.Recorder
@@ -87,6 +96,9 @@ func observe(info *lab.Info, dur time.Duration, path string) (float64, observed,
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() { o.Run(ctx); close(stopped) }()
+	var stats tapeStats
+	viewsDone := make(chan struct{})
+	go func() { followViews(ctx, info, rec, &stats); close(viewsDone) }()
 	var mu sync.Mutex
 	counting := false
 	read := make(chan struct{})
@@ -124,18 +136,26 @@ func observe(info *lab.Info, dur time.Duration, path string) (float64, observed,
 	mu.Lock()
 	counting = true
 	mu.Unlock()
+	stats.mu.Lock()
+	stats.counting = true
+	stats.mu.Unlock()
 	before, wall := rusage(), time.Now()
 	time.Sleep(dur)
 	after, elapsed := rusage(), time.Since(wall)
 	mu.Lock()
 	counting = false
 	mu.Unlock()
+	stats.mu.Lock()
+	stats.counting = false
+	res.tapes, res.recording = stats.tapes, res.recording+stats.recording
+	stats.mu.Unlock()
 	if rec != nil {
 		res.bytes = rec.Bytes() - bytesBefore
 	}
 	cancel()
 	<-stopped
 	<-read
+	<-viewsDone
 	res.elapsed = elapsed
 	return (after - before).Seconds() / elapsed.Seconds(), res, nil
 }
