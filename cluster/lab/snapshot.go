@@ -209,13 +209,6 @@ func Restore(ctx context.Context, name, path string) (*RestoreResult, error) {
 	return &res, nil
 }
 
-// etcdDataDirs is what a runtime offers to restore etcd in place: where each
-// member's data dir is, so that a new one can be put there while it is
-// stopped.
-type etcdDataDirs interface {
-	EtcdDataDir(ref runtime.Ref) (string, error)
-}
-
 // Restore restores etcd from a snapshot the way an operator does: every
 // component stopped (the API servers first of all, so that nothing writes to
 // the old cluster or keeps a watch cache of it), a fresh data dir restored
@@ -229,10 +222,6 @@ func (c *Cluster) Restore(ctx context.Context, path string) (*RestoreResult, err
 	start := time.Now()
 	if _, err := etcd.VerifySnapshot(path); err != nil {
 		return nil, snapshotError(err)
-	}
-	dd, ok := c.rt.(etcdDataDirs)
-	if !ok {
-		return nil, i18n.NewError("snapshot.err.runtime", c.rt.Name())
 	}
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
@@ -278,18 +267,7 @@ func (c *Cluster) Restore(ctx context.Context, path string) (*RestoreResult, err
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			dir, err := dd.EtcdDataDir(m.Ref())
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			old := dir + ".before-restore"
-			os.RemoveAll(old)
-			if err := os.Rename(dir, old); err != nil && !errors.Is(err, os.ErrNotExist) {
-				errs[i] = err
-				return
-			}
-			r, err := etcd.RestoreDataDir(etcd.RestoreConfig{Snapshot: path, Name: m.Name, DataDir: dir, ClusterToken: token, InitialCluster: peers})
+			r, err := c.rt.RestoreEtcd(ctx, m.Ref(), etcd.RestoreConfig{Snapshot: path, Name: m.Name, ClusterToken: token, InitialCluster: peers})
 			if err != nil {
 				errs[i] = err
 				return
