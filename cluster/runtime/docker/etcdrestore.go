@@ -35,9 +35,6 @@ const snapshotInTask = "/restore/snapshot.db"
 // (etcd.RestoreInPlace in a task container), and returns what the task
 // reported.
 func (r *Runtime) RestoreEtcd(ctx context.Context, ref runtime.Ref, cfg etcd.RestoreConfig) (*etcd.RestoreResult, error) {
-	if err := r.needImage(); err != nil {
-		return nil, fmt.Errorf("restore etcd member %s: %w", ref, err)
-	}
 	if ref.Component != runtime.ComponentEtcd {
 		return nil, fmt.Errorf("restore etcd member %s: it is not an etcd member", ref)
 	}
@@ -72,7 +69,10 @@ func (r *Runtime) RestoreEtcd(ctx context.Context, ref runtime.Ref, cfg etcd.Res
 		}
 	}
 	resp, err := r.cli.ContainerCreate(ctx, &container.Config{
-		Image: r.opts.Image,
+		// The member's own image: the restore is done by the binary
+		// that will open the data dir (an attached runtime has no
+		// image of its own).
+		Image: c.ImageID,
 		Cmd:   []string{"etcd-restore", "--spec", string(spec)},
 		Labels: map[string]string{
 			labels.Cluster: r.opts.Cluster,
