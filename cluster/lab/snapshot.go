@@ -210,8 +210,8 @@ func Restore(ctx context.Context, name, path string) (*RestoreResult, error) {
 }
 
 // Restore restores etcd from a snapshot the way an operator does: every
-// component stopped (the API servers first of all, so that nothing writes to
-// the old cluster or keeps a watch cache of it), a fresh data dir restored
+// component stopped (the API servers' clients, then the API servers, so
+// that nothing keeps a watch cache of the old cluster, then etcd), a fresh data dir restored
 // from the snapshot for every member with a new cluster token (a new cluster
 // ID; the members keep their peer URLs), the members started together as a
 // new cluster that elects a leader in a new term, then the API servers,
@@ -248,11 +248,30 @@ func (c *Cluster) Restore(ctx context.Context, path string) (*RestoreResult, err
 			running = append(running, ci.Ref)
 		}
 	}
-	stopCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	err = c.stopAll(stopCtx, infos)
-	cancel()
-	if err != nil {
-		return nil, i18n.Wrap(err, "snapshot.err.stop")
+	// Stopped in the reverse of the start order: the API servers' clients
+	// first, while the API servers still answer, so that the leaders of
+	// the scheduler and the controller manager release their Leases and
+	// shut down gracefully (with no API server their release waits until
+	// the engine kills them, ten seconds on Docker); then the API servers
+	// and the load balancer; etcd last.
+	var stopGroups [3][]runtime.ComponentInfo
+	for _, ci := range infos {
+		switch ci.Ref.Component {
+		case runtime.ComponentEtcd:
+			stopGroups[2] = append(stopGroups[2], ci)
+		case runtime.ComponentAPIServer, runtime.ComponentLB:
+			stopGroups[1] = append(stopGroups[1], ci)
+		default:
+			stopGroups[0] = append(stopGroups[0], ci)
+		}
+	}
+	for _, g := range stopGroups {
+		stopCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		err = c.stopAll(stopCtx, g)
+		cancel()
+		if err != nil {
+			return nil, i18n.Wrap(err, "snapshot.err.stop")
+		}
 	}
 
 	token := fmt.Sprintf("klab-%s-%d", c.spec.Name, time.Now().UnixNano())
