@@ -179,6 +179,15 @@ type RestoreResult struct {
 	Term         uint64        `json:"term"`
 	Leader       string        `json:"leader"`
 	Elapsed      time.Duration `json:"elapsed"`
+	// Stages is how long each stage took, in order: "stop", "restore",
+	// "etcd" (started, a leader elected), "apiservers", "others".
+	Stages []RestoreStage `json:"stages,omitempty"`
+}
+
+// RestoreStage is one stage of a restore and how long it took.
+type RestoreStage struct {
+	Name    string        `json:"name"`
+	Elapsed time.Duration `json:"elapsed"`
 }
 
 // RestoreRequest asks the running process to restore a snapshot.
@@ -265,6 +274,7 @@ func (c *Cluster) Restore(ctx context.Context, path string) (*RestoreResult, err
 			stopGroups[0] = append(stopGroups[0], ci)
 		}
 	}
+	stage := time.Now()
 	for _, g := range stopGroups {
 		stopCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		err = c.stopAll(stopCtx, g)
@@ -273,6 +283,7 @@ func (c *Cluster) Restore(ctx context.Context, path string) (*RestoreResult, err
 			return nil, i18n.Wrap(err, "snapshot.err.stop")
 		}
 	}
+	res.stage("stop", &stage)
 
 	token := fmt.Sprintf("klab-%s-%d", c.spec.Name, time.Now().UnixNano())
 	peers := make([]etcd.Peer, len(c.members))
@@ -300,6 +311,7 @@ func (c *Cluster) Restore(ctx context.Context, path string) (*RestoreResult, err
 	if err := errors.Join(errs...); err != nil {
 		return nil, i18n.Wrap(snapshotError(err), "snapshot.err.restore")
 	}
+	res.stage("restore", &stage)
 	c.members = membersOf(nodesOf(info.Nodes, c.members), token)
 	ni := *info
 	ni.ClusterToken, ni.Members = token, c.members
@@ -330,6 +342,7 @@ func (c *Cluster) Restore(ctx context.Context, path string) (*RestoreResult, err
 				return nil, err
 			}
 		}
+		res.stage([...]string{"etcd", "apiservers", "others"}[i], &stage)
 	}
 	answers := fetchAll(ctx, c.members)
 	if i, ok := leaderOf(answers); ok {
@@ -339,6 +352,14 @@ func (c *Cluster) Restore(ctx context.Context, path string) (*RestoreResult, err
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// stage records the stage that ends now, begun at *since, and starts the
+// next.
+func (r *RestoreResult) stage(name string, since *time.Time) {
+	now := time.Now()
+	r.Stages = append(r.Stages, RestoreStage{Name: name, Elapsed: now.Sub(*since)})
+	*since = now
 }
 
 // nodesOf returns the nodes the members run on, in the members' order.

@@ -161,8 +161,12 @@ func measure(rt string, runs int) (r result, err error) {
 			return r, fmt.Errorf("run %d: %w", i+1, err)
 		}
 		r.back = append(r.back, time.Since(start))
-		fmt.Fprintf(os.Stderr, "%s run %d: reset %v (cluster %s, was %s, term %d), step's pods running after %v\n",
-			rt, i+1, res.Elapsed.Round(time.Millisecond), res.ClusterID, res.OldClusterID, res.Term, r.back[i].Round(time.Millisecond))
+		var stages []string
+		for _, st := range res.Stages {
+			stages = append(stages, fmt.Sprintf("%s %v", st.Name, st.Elapsed.Round(time.Millisecond)))
+		}
+		fmt.Fprintf(os.Stderr, "%s run %d: reset %v (%s; cluster %s, was %s, term %d), step's pods running after %v\n",
+			rt, i+1, res.Elapsed.Round(time.Millisecond), strings.Join(stages, ", "), res.ClusterID, res.OldClusterID, res.Term, r.back[i].Round(time.Millisecond))
 	}
 	return r, nil
 }
