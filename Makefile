@@ -53,7 +53,8 @@ race:
 ## API server's latencies (p50/p99), scheduling density, exec round trips and
 ## port-forward throughput, a 10-minute soak under churn (goroutines and heap)
 ## and 10,000 idle connections to an API server, the Docker runtime's
-## start/stop times and memory, the workspace's CPU and what recording
+## start/stop times and memory, a reset to a lesson step of a 3+3 cluster
+## (local and Docker), the workspace's CPU and what recording
 ## events.jsonl costs, then the Go benchmarks of every other
 ## package that has some, and last the race detector (make race)
 bench:
@@ -69,6 +70,7 @@ bench:
 	@if docker info >/dev/null 2>&1; then $(MAKE) build && KLAB_BINARY=$(CURDIR)/$(BIN) $(GO) run ./bench/docker/cmd/dockerbench; \
 	else echo "no Docker engine answers: the Docker runtime's figures are skipped"; fi
 	$(MAKE) build
+	KLAB_BINARY=$(CURDIR)/$(BIN) $(GO) run ./bench/reset/cmd/resetbench -runtimes local,docker -runs 3
 	KLAB_BINARY=$(CURDIR)/$(BIN) $(GO) run ./bench/ui/cmd/uibench -view raft -record
 	KLAB_BINARY=$(CURDIR)/$(BIN) $(GO) run ./bench/ui/cmd/uibench -view overview
 	@pkgs="$$(grep -rl --include='*_test.go' '^func Benchmark' . | xargs -r -n1 dirname | grep -v '^./bench/' | LC_ALL=C sort -u)"; \

@@ -53,25 +53,52 @@ func (e *SnapshotError) Unwrap() error { return e.Err }
 // RestoreConfig describes one member's data dir to restore.
 type RestoreConfig struct {
 	// Snapshot is the file `etcdctl snapshot save` wrote.
-	Snapshot string
+	Snapshot string `json:"snapshot"`
 	// Name is the member's name; it must be in InitialCluster.
-	Name string
-	// DataDir must not exist yet, or be empty.
-	DataDir string
+	Name string `json:"name"`
+	// DataDir must not exist yet, or be empty (RestoreDataDir); for
+	// RestoreInPlace it is the member's data dir, kept aside.
+	DataDir string `json:"dataDir"`
 	// ClusterToken and InitialCluster make the new cluster's identity;
 	// give a token the old cluster did not use so its ID is new.
-	ClusterToken   string
-	InitialCluster []Peer
+	ClusterToken   string `json:"clusterToken"`
+	InitialCluster []Peer `json:"initialCluster"`
 }
 
 // RestoreResult describes the restored data dir.
 type RestoreResult struct {
-	MemberID  uint64
-	ClusterID uint64
+	MemberID  uint64 `json:"memberID"`
+	ClusterID uint64 `json:"clusterID"`
 	// Revision is the MVCC revision the snapshot was taken at.
-	Revision int64
+	Revision int64 `json:"revision"`
 	// Index is the raft index the new cluster starts from.
-	Index uint64
+	Index uint64 `json:"index"`
+}
+
+// BeforeRestoreSuffix names the old data dir RestoreInPlace keeps beside
+// the new one (<data-dir>.before-restore).
+const BeforeRestoreSuffix = ".before-restore"
+
+// RestoreInPlace replaces a stopped member's data dir with one restored from
+// the snapshot (RestoreDataDir), as an operator does by restoring into a new
+// directory and pointing the member at it: the old data dir is kept as
+// <data-dir>.before-restore (replacing an older one), so that nothing of the
+// old cluster is lost until the next restore.
+func RestoreInPlace(cfg RestoreConfig) (*RestoreResult, error) {
+	if cfg.DataDir == "" {
+		return nil, fmt.Errorf("restore member %s: no data dir given", cfg.Name)
+	}
+	if _, err := VerifySnapshot(cfg.Snapshot); err != nil {
+		return nil, err
+	}
+	old := filepath.Clean(cfg.DataDir) + BeforeRestoreSuffix
+	if err := os.RemoveAll(old); err != nil {
+		return nil, fmt.Errorf("restore member %s: remove %s: %w", cfg.Name, old, err)
+	}
+	if err := os.Rename(cfg.DataDir, old); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("restore member %s: keep the old data dir: %w", cfg.Name, err)
+	}
+	return RestoreDataDir(cfg)
 }
 
 // VerifySnapshot checks that path is a snapshot as `etcdctl snapshot save`

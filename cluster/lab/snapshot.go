@@ -179,6 +179,15 @@ type RestoreResult struct {
 	Term         uint64        `json:"term"`
 	Leader       string        `json:"leader"`
 	Elapsed      time.Duration `json:"elapsed"`
+	// Stages is how long each stage took, in order: "stop", "restore",
+	// "etcd" (started, a leader elected), "apiservers", "others".
+	Stages []RestoreStage `json:"stages,omitempty"`
+}
+
+// RestoreStage is one stage of a restore and how long it took.
+type RestoreStage struct {
+	Name    string        `json:"name"`
+	Elapsed time.Duration `json:"elapsed"`
 }
 
 // RestoreRequest asks the running process to restore a snapshot.
@@ -209,16 +218,9 @@ func Restore(ctx context.Context, name, path string) (*RestoreResult, error) {
 	return &res, nil
 }
 
-// etcdDataDirs is what a runtime offers to restore etcd in place: where each
-// member's data dir is, so that a new one can be put there while it is
-// stopped.
-type etcdDataDirs interface {
-	EtcdDataDir(ref runtime.Ref) (string, error)
-}
-
 // Restore restores etcd from a snapshot the way an operator does: every
-// component stopped (the API servers first of all, so that nothing writes to
-// the old cluster or keeps a watch cache of it), a fresh data dir restored
+// component stopped (the API servers' clients, then the API servers, so
+// that nothing keeps a watch cache of the old cluster, then etcd), a fresh data dir restored
 // from the snapshot for every member with a new cluster token (a new cluster
 // ID; the members keep their peer URLs), the members started together as a
 // new cluster that elects a leader in a new term, then the API servers,
@@ -229,10 +231,6 @@ func (c *Cluster) Restore(ctx context.Context, path string) (*RestoreResult, err
 	start := time.Now()
 	if _, err := etcd.VerifySnapshot(path); err != nil {
 		return nil, snapshotError(err)
-	}
-	dd, ok := c.rt.(etcdDataDirs)
-	if !ok {
-		return nil, i18n.NewError("snapshot.err.runtime", c.rt.Name())
 	}
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
@@ -259,12 +257,33 @@ func (c *Cluster) Restore(ctx context.Context, path string) (*RestoreResult, err
 			running = append(running, ci.Ref)
 		}
 	}
-	stopCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	err = c.stopAll(stopCtx, infos)
-	cancel()
-	if err != nil {
-		return nil, i18n.Wrap(err, "snapshot.err.stop")
+	// Stopped in the reverse of the start order: the API servers' clients
+	// first, while the API servers still answer, so that the leaders of
+	// the scheduler and the controller manager release their Leases and
+	// shut down gracefully (with no API server their release waits until
+	// the engine kills them, ten seconds on Docker); then the API servers
+	// and the load balancer; etcd last.
+	var stopGroups [3][]runtime.ComponentInfo
+	for _, ci := range infos {
+		switch ci.Ref.Component {
+		case runtime.ComponentEtcd:
+			stopGroups[2] = append(stopGroups[2], ci)
+		case runtime.ComponentAPIServer, runtime.ComponentLB:
+			stopGroups[1] = append(stopGroups[1], ci)
+		default:
+			stopGroups[0] = append(stopGroups[0], ci)
+		}
 	}
+	stage := time.Now()
+	for _, g := range stopGroups {
+		stopCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		err = c.stopAll(stopCtx, g)
+		cancel()
+		if err != nil {
+			return nil, i18n.Wrap(err, "snapshot.err.stop")
+		}
+	}
+	res.stage("stop", &stage)
 
 	token := fmt.Sprintf("klab-%s-%d", c.spec.Name, time.Now().UnixNano())
 	peers := make([]etcd.Peer, len(c.members))
@@ -278,18 +297,7 @@ func (c *Cluster) Restore(ctx context.Context, path string) (*RestoreResult, err
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			dir, err := dd.EtcdDataDir(m.Ref())
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			old := dir + ".before-restore"
-			os.RemoveAll(old)
-			if err := os.Rename(dir, old); err != nil && !errors.Is(err, os.ErrNotExist) {
-				errs[i] = err
-				return
-			}
-			r, err := etcd.RestoreDataDir(etcd.RestoreConfig{Snapshot: path, Name: m.Name, DataDir: dir, ClusterToken: token, InitialCluster: peers})
+			r, err := c.rt.RestoreEtcd(ctx, m.Ref(), etcd.RestoreConfig{Snapshot: path, Name: m.Name, ClusterToken: token, InitialCluster: peers})
 			if err != nil {
 				errs[i] = err
 				return
@@ -303,6 +311,7 @@ func (c *Cluster) Restore(ctx context.Context, path string) (*RestoreResult, err
 	if err := errors.Join(errs...); err != nil {
 		return nil, i18n.Wrap(snapshotError(err), "snapshot.err.restore")
 	}
+	res.stage("restore", &stage)
 	c.members = membersOf(nodesOf(info.Nodes, c.members), token)
 	ni := *info
 	ni.ClusterToken, ni.Members = token, c.members
@@ -333,6 +342,7 @@ func (c *Cluster) Restore(ctx context.Context, path string) (*RestoreResult, err
 				return nil, err
 			}
 		}
+		res.stage([...]string{"etcd", "apiservers", "others"}[i], &stage)
 	}
 	answers := fetchAll(ctx, c.members)
 	if i, ok := leaderOf(answers); ok {
@@ -342,6 +352,14 @@ func (c *Cluster) Restore(ctx context.Context, path string) (*RestoreResult, err
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// stage records the stage that ends now, begun at *since, and starts the
+// next.
+func (r *RestoreResult) stage(name string, since *time.Time) {
+	now := time.Now()
+	r.Stages = append(r.Stages, RestoreStage{Name: name, Elapsed: now.Sub(*since)})
+	*since = now
 }
 
 // nodesOf returns the nodes the members run on, in the members' order.

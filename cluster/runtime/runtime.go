@@ -469,6 +469,14 @@ type Runtime interface {
 	Partition(ctx context.Context, a, b []string) error
 	Heal(ctx context.Context) error
 
+	// RestoreEtcd replaces the data dir of the stopped etcd member ref
+	// with one restored from the snapshot cfg.Snapshot (a file on the
+	// host), as an operator runs `etcdutl snapshot restore` where the
+	// member's data lives; the old data dir is kept beside it
+	// (etcd.RestoreInPlace). cfg.DataDir is the runtime's to fill: it
+	// knows where the member's data is.
+	RestoreEtcd(ctx context.Context, ref Ref, cfg etcd.RestoreConfig) (*etcd.RestoreResult, error)
+
 	// List reports every component, in creation order.
 	List(ctx context.Context) ([]ComponentInfo, error)
 	// Logs returns a component's log.

@@ -30,6 +30,7 @@ func newComponentCmd() *cobra.Command {
 	}
 	cmd.AddCommand(
 		newComponentEtcdCmd(),
+		newComponentEtcdRestoreCmd(),
 		newComponentAPIServerCmd(),
 		newComponentLBCmd(),
 		newComponentSchedulerCmd(),

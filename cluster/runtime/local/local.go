@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/klab-dev/klab/cluster/etcd"
 	"github.com/klab-dev/klab/cluster/etcd/fault"
 	"github.com/klab-dev/klab/cluster/internal/componentbase"
 	"github.com/klab-dev/klab/cluster/runtime"
@@ -302,15 +303,19 @@ func (r *Runtime) Remove(ctx context.Context) error {
 	return nil
 }
 
-// EtcdDataDir returns the data dir of the etcd member ref, as its spec names
-// it: what an operator restoring etcd replaces while the member is stopped.
-func (r *Runtime) EtcdDataDir(ref runtime.Ref) (string, error) {
+// RestoreEtcd restores the stopped etcd member ref's data dir, the one its
+// spec names, from the snapshot, in place (etcd.RestoreInPlace).
+func (r *Runtime) RestoreEtcd(ctx context.Context, ref runtime.Ref, cfg etcd.RestoreConfig) (*etcd.RestoreResult, error) {
 	c, err := r.component(ref)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if c.spec.Etcd == nil {
-		return "", fmt.Errorf("component %s is not an etcd member", ref)
+		return nil, fmt.Errorf("component %s is not an etcd member", ref)
 	}
-	return c.spec.Etcd.DataDir, nil
+	if ci := c.info(); ci.State == runtime.StateRunning || ci.State == runtime.StatePaused {
+		return nil, fmt.Errorf("restore etcd member %s: it is %s; stop it first", ref, ci.State)
+	}
+	cfg.DataDir = c.spec.Etcd.DataDir
+	return etcd.RestoreInPlace(cfg)
 }

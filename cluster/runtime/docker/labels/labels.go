@@ -60,6 +60,9 @@ const (
 	RoleNetwork   = "network"
 	RoleVolume    = "volume"
 	RoleImage     = "image"
+	// RoleTask is a one-shot container klab runs to completion and
+	// removes: an etcd member's data dir restored inside its volume.
+	RoleTask = "task"
 )
 
 // Images klab builds.
