@@ -113,6 +113,8 @@ type Server struct {
 	cfg      Config
 	reg      *registry.Registry
 	store    *storage.Store
+	// metrics keeps the last kubelet readings, for metrics.k8s.io rates.
+	metrics metricsCache
 	ips      *allocator.IPAllocator
 	ports    *allocator.PortAllocator
 	openapi  http.Handler

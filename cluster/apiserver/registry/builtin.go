@@ -11,6 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
+// MetricsGroup is the resource metrics API's group.
+const MetricsGroup = "metrics.k8s.io"
+
 // rbacGroup is the API group of RBAC's roles and bindings.
 const rbacGroup = "rbac.authorization.k8s.io"
 
@@ -56,6 +59,10 @@ func builtin() []*Resource {
 		{GroupVersionResource: gvr("coordination.k8s.io", "v1", "leases"), Kind: "Lease", Namespaced: true, Verbs: allVerbs},
 		// discovery.k8s.io/v1
 		{GroupVersionResource: gvr("discovery.k8s.io", "v1", "endpointslices"), Kind: "EndpointSlice", Namespaced: true, Verbs: allVerbs},
+		// metrics.k8s.io/v1beta1: read from the kubelets per request,
+		// never stored (metrics-server's resources, served built in).
+		{GroupVersionResource: gvr(MetricsGroup, "v1beta1", "nodes"), Kind: "NodeMetrics", Verbs: getList, Virtual: true},
+		{GroupVersionResource: gvr(MetricsGroup, "v1beta1", "pods"), Kind: "PodMetrics", Namespaced: true, Verbs: getList, Virtual: true},
 		// policy/v1
 		{GroupVersionResource: gvr("policy", "v1", "poddisruptionbudgets"), Kind: "PodDisruptionBudget", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubStatus}, ShortNames: []string{"pdb"}},
 		// rbac.authorization.k8s.io/v1: the policy the RBAC authorizer
