@@ -197,7 +197,7 @@ func New(cfg Config) (*Server, error) {
 	var resources []openapi.Resource
 	for _, r := range s.reg.All() {
 		var listType reflect.Type
-		if !r.Virtual { // reviews and bindings are answered, never listed
+		if r.HasVerb(registry.VerbList) { // reviews and bindings are answered, never listed
 			listType = r.ListType()
 		}
 		resources = append(resources, openapi.Resource{
