@@ -161,4 +161,41 @@ func TestTopAndAutoscale(t *testing.T) {
 	}
 	t.Logf("top:\n%s", f.kubectl("top", "pod", "-l", "app=web"))
 
+	// kubectl autoscale: the HPA scales the Deployment out under the load.
+	f.kubectl("autoscale", "deployment", "web", "--cpu-percent=50", "--min=1", "--max=4")
+	replicas := func() (int32, error) {
+		d, err := f.client.AppsV1().Deployments("default").Get(f.ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return 0, err
+		}
+		return *d.Spec.Replicas, nil
+	}
+	f.eventually(2*time.Minute, "the HPA to scale web out", func() (bool, error) {
+		n, err := replicas()
+		return err == nil && n >= 2, fmt.Errorf("replicas %d, %v", n, err)
+	})
+	out = f.kubectl("get", "hpa", "web")
+	for _, want := range []string{"REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "Deployment/web", "/50%"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl get hpa: no %q in\n%s", want, out)
+		}
+	}
+	t.Logf("hpa:\n%s", out)
+	events := f.kubectl("get", "events", "--field-selector", "reason=SuccessfulRescale")
+	if !strings.Contains(events, "New size:") || !strings.Contains(events, "cpu resource utilization (percentage of request) above target") {
+		t.Errorf("no SuccessfulRescale event with upstream's message:\n%s", events)
+	}
+
+	// The load stops: once the downscale stabilization window (5 min at
+	// real speed, 30 s at speed 10) has passed, it scales back in to 1.
+	close(stop)
+	load.Wait()
+	f.eventually(3*time.Minute, "the HPA to scale web back in to 1", func() (bool, error) {
+		n, err := replicas()
+		return err == nil && n == 1, fmt.Errorf("replicas %d, %v", n, err)
+	})
+	if events := f.kubectl("get", "events", "--field-selector", "reason=SuccessfulRescale"); !strings.Contains(events, "All metrics below target") {
+		t.Errorf("no scale-in event:\n%s", events)
+	}
+	t.Logf("describe:\n%s", f.kubectl("describe", "hpa", "web"))
 }
