@@ -110,11 +110,11 @@ type Config struct {
 
 // Server is a running API server.
 type Server struct {
-	cfg      Config
-	reg      *registry.Registry
-	store    *storage.Store
+	cfg   Config
+	reg   *registry.Registry
+	store *storage.Store
 	// metrics keeps the last kubelet readings, for metrics.k8s.io rates.
-	metrics metricsCache
+	metrics  metricsCache
 	ips      *allocator.IPAllocator
 	ports    *allocator.PortAllocator
 	openapi  http.Handler
