@@ -182,6 +182,10 @@ func notFoundResource() error {
 
 // serveResource dispatches a resource request by verb and subresource.
 func (s *Server) serveResource(w http.ResponseWriter, req *request) {
+	if req.res.Group == registry.MetricsGroup {
+		s.serveMetrics(w, req)
+		return
+	}
 	if req.info.subresource != "" {
 		s.serveSubresource(w, req)
 		return

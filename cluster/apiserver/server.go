@@ -110,9 +110,11 @@ type Config struct {
 
 // Server is a running API server.
 type Server struct {
-	cfg      Config
-	reg      *registry.Registry
-	store    *storage.Store
+	cfg   Config
+	reg   *registry.Registry
+	store *storage.Store
+	// metrics keeps the last kubelet readings, for metrics.k8s.io rates.
+	metrics  metricsCache
 	ips      *allocator.IPAllocator
 	ports    *allocator.PortAllocator
 	openapi  http.Handler
@@ -195,7 +197,7 @@ func New(cfg Config) (*Server, error) {
 	var resources []openapi.Resource
 	for _, r := range s.reg.All() {
 		var listType reflect.Type
-		if !r.Virtual { // reviews and bindings are answered, never listed
+		if r.HasVerb(registry.VerbList) { // reviews and bindings are answered, never listed
 			listType = r.ListType()
 		}
 		resources = append(resources, openapi.Resource{

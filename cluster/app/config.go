@@ -19,6 +19,7 @@ type config struct {
 	port          int
 	message       string
 	responseDelay time.Duration
+	cpuPerRequest time.Duration
 	readyAfter    time.Duration
 
 	failLivenessAfter          time.Duration
@@ -57,6 +58,7 @@ func flagSet(cfg *config, output io.Writer) *flag.FlagSet {
 	fs.IntVar(&cfg.port, "port", DefaultPort, "port to listen on")
 	fs.StringVar(&cfg.message, "message", "", "a line added to every answer to GET /")
 	fs.Var((*duration)(&cfg.responseDelay), "response-delay", "wait this long before answering GET /")
+	fs.Var((*duration)(&cfg.cpuPerRequest), "cpu-per-request", "keep a CPU busy for this much CPU time answering each GET / (load for an autoscaler)")
 	fs.Var((*duration)(&cfg.readyAfter), "ready-after", "/readyz fails until this long after start")
 	fs.Var((*duration)(&cfg.failLivenessAfter), "fail-liveness-after", "/healthz fails from this long after start")
 	fs.Var((*count)(&cfg.failLivenessAfterRequests), "fail-liveness-after-requests", "/healthz fails once GET / answered this many times")

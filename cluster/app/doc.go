@@ -32,6 +32,7 @@
 //	--port                           port to listen on (8080)
 //	--message                        a line added to every answer to GET /
 //	--response-delay                 wait this long before answering GET /
+//	--cpu-per-request                keep a CPU busy for this much CPU time per GET /
 //	--ready-after                    /readyz fails until this long after start
 //	--fail-liveness-after            /healthz fails from this long after start
 //	--fail-liveness-after-requests   /healthz fails once GET / answered N times

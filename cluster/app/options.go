@@ -55,6 +55,8 @@ type Options struct {
 	ListenHost string
 	// Memory, when set, accounts every deliberate allocation.
 	Memory MemoryAccounter
+	// CPU, when set, is told of the CPU time --cpu-per-request spends.
+	CPU CPUAccounter
 	// Kill, when closed, stops the app at once with ExitKilled, as SIGKILL
 	// does; cancelling Run's context is SIGTERM.
 	Kill <-chan struct{}

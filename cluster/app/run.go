@@ -48,6 +48,7 @@ func Run(ctx context.Context, opts Options) int {
 	id := identityFrom(env, opts.ListenHost)
 	s := newServer(cfg, id, env, stdout, time.Now)
 	s.mem.accounter = opts.Memory
+	s.cpu = opts.CPU
 	defer s.mem.release()
 	exits := make(chan exitRequest, 1)
 	s.exit = func(code int, why string) {

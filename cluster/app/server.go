@@ -23,6 +23,7 @@ type server struct {
 	env     map[string]string
 	log     *lineWriter
 	mem     *hog
+	cpu     CPUAccounter
 	now     func() time.Time
 	started time.Time
 	// exit asks Run to end the app with code; the first request wins.
@@ -124,6 +125,7 @@ func (s *server) serveRoot(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	burnCPU(s.cfg.cpuPerRequest, s.cpu, r.Context().Done())
 	if s.cfg.standIn != "" {
 		s.requests.Add(1)
 		writeWelcome(w, r, s.cfg.standIn)

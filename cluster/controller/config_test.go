@@ -25,7 +25,7 @@ func TestEnabledControllers(t *testing.T) {
 		{name: "empty list means none", selection: []string{}, want: nil},
 		{name: "one by name", selection: []string{"serviceaccount"}, want: []string{"serviceaccount"}},
 		{name: "star minus one", selection: []string{"*", "-namespace"},
-			want: []string{"clusterrole-aggregation", "cronjob", "csrsigning", "daemonset", "deployment", "disruption", "endpoint", "endpointslice", "garbagecollector", "job",
+			want: []string{"clusterrole-aggregation", "cronjob", "csrsigning", "daemonset", "deployment", "disruption", "endpoint", "endpointslice", "garbagecollector", "horizontalpodautoscaling", "job",
 				"nodelifecycle", "replicaset", "replicationcontroller", "resourcequota", "root-ca-cert-publisher", "serviceaccount", "statefulset", "taint-eviction-controller"}},
 		{name: "first mention wins", selection: []string{"-namespace", "namespace"}, want: nil},
 		{name: "unknown name", selection: []string{"*", "-replicaset-typo"}, wantErr: `"-replicaset-typo" is not in the list of known controllers`},

@@ -14,6 +14,7 @@ import (
 	"github.com/klab-dev/klab/cluster/controller/job"
 	"github.com/klab-dev/klab/cluster/controller/namespace"
 	"github.com/klab-dev/klab/cluster/controller/nodelifecycle"
+	"github.com/klab-dev/klab/cluster/controller/podautoscaler"
 	"github.com/klab-dev/klab/cluster/controller/replicaset"
 	"github.com/klab-dev/klab/cluster/controller/replication"
 	"github.com/klab-dev/klab/cluster/controller/resourcequota"
@@ -40,6 +41,7 @@ var initFuncs = map[string]controllerctx.InitFunc{
 	job.Name:                        job.Init,
 	disruption.Name:                 disruption.Init,
 	cronjob.Name:                    cronjob.Init,
+	podautoscaler.Name:              podautoscaler.Init,
 	resourcequota.Name:              resourcequota.Init,
 	clusterroleaggregation.Name:     clusterroleaggregation.Init,
 	csrsigning.Name:                 csrsigning.Init,

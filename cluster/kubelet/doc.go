@@ -78,7 +78,9 @@
 // `kubectl exec`, `attach`, `cp` and `port-forward` reach: SPDY streams
 // served by k8s.io/cri-streaming, the CRI streaming server's packages;
 // exec and attach go to the runtime, port-forward connects to the pod's
-// IP) and klab's /debug/klab/status and /debug/klab/events, to users of
+// IP), /stats/summary (the Summary API's node and container CPU and
+// memory, which metrics.k8s.io in the API server scrapes for `kubectl top`
+// and the horizontal pod autoscaler) and klab's /debug/klab/status and /debug/klab/events, to users of
 // group system:masters: a client certificate the cluster CA signed (the
 // API server's) or a token, checked by a SelfSubjectReview against the
 // API server.

@@ -53,7 +53,9 @@ type Kubelet struct {
 	probes   *probeManager
 	reasons  *reasonCache
 	mirrors  *mirrorManager
-	authn    *tokenAuthenticator
+	// stats keeps the previous CPU readings of /stats/summary.
+	stats *statsCache
+	authn *tokenAuthenticator
 	// tokens are the service-account tokens of the pods' volumes.
 	tokens *tokenManager
 
@@ -96,6 +98,7 @@ func newKubelet(cfg Config, client kubernetes.Interface, clk clock.WithTicker) *
 	ctx, cancel := context.WithCancel(context.Background())
 	stream := eventstream.NewHub[LifecycleEvent](eventStreamRecent, nil)
 	k := &Kubelet{
+		stats:        newStatsCache(),
 		cfg:          cfg,
 		log:          cfg.Logger.With("component", "kubelet", "node", cfg.NodeName),
 		client:       client,

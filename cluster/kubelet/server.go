@@ -26,6 +26,7 @@ func (k *Kubelet) handler() http.Handler {
 		io.WriteString(w, "ok")
 	})
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", k.serveContainerLogs)
+	mux.HandleFunc("GET /stats/summary", k.serveSummary)
 	k.streamingHandlers(mux)
 	mux.HandleFunc("GET /debug/klab/status", k.serveStatus)
 	mux.HandleFunc("GET /debug/klab/events", k.serveEvents)

@@ -35,6 +35,8 @@ type loopFixture struct {
 	c      *Cluster
 	client kubernetes.Interface
 	ctx    context.Context
+	// kubectlCache is kubectl's discovery cache directory.
+	kubectlCache string
 }
 
 func startLoopCluster(t *testing.T, masters, workers int, speed float64) *loopFixture {

@@ -50,6 +50,17 @@ const (
 	// PodMaxInUnschedulablePodsDuration is how long an unschedulable pod
 	// waits for a cluster change before it is retried anyway.
 	PodMaxInUnschedulablePodsDuration = 5 * time.Minute
+
+	// HPASyncPeriod is how often the horizontal pod autoscaler looks at
+	// each HPA; HPADownscaleStabilization how far back it looks for a
+	// higher recommendation before it scales in (the window a flapping
+	// load needs to settle); HPACPUInitializationPeriod and
+	// HPAInitialReadinessDelay how long after a pod starts its CPU
+	// reading and its readiness are not trusted.
+	HPASyncPeriod              = 15 * time.Second
+	HPADownscaleStabilization  = 5 * time.Minute
+	HPACPUInitializationPeriod = 5 * time.Minute
+	HPAInitialReadinessDelay   = 30 * time.Second
 )
 
 // Speed divides Kubernetes' timings. A zero Speed means 1 (real time).
@@ -103,6 +114,10 @@ func (s Speed) Table() []Row {
 		{Name: "crashloop-backoff-max", Upstream: BackOffMax},
 		{Name: "pod-initial-backoff", Upstream: PodInitialBackoff},
 		{Name: "pod-max-backoff", Upstream: PodMaxBackoff},
+		{Name: "horizontal-pod-autoscaler-sync-period", Upstream: HPASyncPeriod},
+		{Name: "horizontal-pod-autoscaler-downscale-stabilization", Upstream: HPADownscaleStabilization},
+		{Name: "horizontal-pod-autoscaler-cpu-initialization-period", Upstream: HPACPUInitializationPeriod},
+		{Name: "horizontal-pod-autoscaler-initial-readiness-delay", Upstream: HPAInitialReadinessDelay},
 	}
 	for i := range rows {
 		rows[i].Lab = s.Scale(rows[i].Upstream)

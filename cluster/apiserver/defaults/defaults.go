@@ -3,6 +3,8 @@ package defaults
 import (
 	"reflect"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -59,6 +61,8 @@ func Default(obj runtime.Object) {
 		defaultJob(o)
 	case *batchv1.CronJob:
 		defaultCronJob(o)
+	case *autoscalingv2.HorizontalPodAutoscaler:
+		defaultHPA(o)
 	case *discoveryv1.EndpointSlice:
 		defaultEndpointSlice(o)
 	case *schedulingv1.PriorityClass:

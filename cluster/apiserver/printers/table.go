@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -67,6 +69,7 @@ var handlers = map[reflect.Type]handler{
 	reflect.TypeFor[*appsv1.ControllerRevision]():                typed(controllerRevisionColumns, printControllerRevision),
 	reflect.TypeFor[*batchv1.Job]():                              typed(jobColumns, printJob),
 	reflect.TypeFor[*batchv1.CronJob]():                          typed(cronJobColumns, printCronJob),
+	reflect.TypeFor[*autoscalingv2.HorizontalPodAutoscaler]():    typed(hpaColumns, printHPA),
 	reflect.TypeFor[*coordinationv1.Lease]():                     typed(leaseColumns, printLease),
 	reflect.TypeFor[*discoveryv1.EndpointSlice]():                typed(endpointSliceColumns, printEndpointSlice),
 	reflect.TypeFor[*policyv1.PodDisruptionBudget]():             typed(podDisruptionBudgetColumns, printPodDisruptionBudget),

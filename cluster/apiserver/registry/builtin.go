@@ -11,6 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
+// MetricsGroup is the resource metrics API's group.
+const MetricsGroup = "metrics.k8s.io"
+
 // rbacGroup is the API group of RBAC's roles and bindings.
 const rbacGroup = "rbac.authorization.k8s.io"
 
@@ -44,6 +47,8 @@ func builtin() []*Resource {
 		{GroupVersionResource: gvr("apps", "v1", "deployments"), Kind: "Deployment", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubScale, SubStatus}, ShortNames: []string{"deploy"}, Categories: []string{"all"}},
 		{GroupVersionResource: gvr("apps", "v1", "statefulsets"), Kind: "StatefulSet", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubScale, SubStatus}, ShortNames: []string{"sts"}, Categories: []string{"all"}},
 		{GroupVersionResource: gvr("apps", "v1", "replicasets"), Kind: "ReplicaSet", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubScale, SubStatus}, ShortNames: []string{"rs"}, Categories: []string{"all"}, FieldLabels: replicaSetFields},
+		// autoscaling/v2
+		{GroupVersionResource: gvr("autoscaling", "v2", "horizontalpodautoscalers"), Kind: "HorizontalPodAutoscaler", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubStatus}, ShortNames: []string{"hpa"}, Categories: []string{"all"}},
 		// authentication.k8s.io/v1, authorization.k8s.io/v1: computed per request.
 		{GroupVersionResource: gvr("authentication.k8s.io", "v1", "selfsubjectreviews"), Kind: "SelfSubjectReview", Verbs: createOnly, Virtual: true},
 		{GroupVersionResource: gvr("authorization.k8s.io", "v1", "localsubjectaccessreviews"), Kind: "LocalSubjectAccessReview", Namespaced: true, Verbs: createOnly, Virtual: true},
@@ -59,6 +64,10 @@ func builtin() []*Resource {
 		{GroupVersionResource: gvr("coordination.k8s.io", "v1", "leases"), Kind: "Lease", Namespaced: true, Verbs: allVerbs},
 		// discovery.k8s.io/v1
 		{GroupVersionResource: gvr("discovery.k8s.io", "v1", "endpointslices"), Kind: "EndpointSlice", Namespaced: true, Verbs: allVerbs},
+		// metrics.k8s.io/v1beta1: read from the kubelets per request,
+		// never stored (metrics-server's resources, served built in).
+		{GroupVersionResource: gvr(MetricsGroup, "v1beta1", "nodes"), Kind: "NodeMetrics", Verbs: getList, Virtual: true},
+		{GroupVersionResource: gvr(MetricsGroup, "v1beta1", "pods"), Kind: "PodMetrics", Namespaced: true, Verbs: getList, Virtual: true},
 		// policy/v1
 		{GroupVersionResource: gvr("policy", "v1", "poddisruptionbudgets"), Kind: "PodDisruptionBudget", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubStatus}, ShortNames: []string{"pdb"}},
 		// rbac.authorization.k8s.io/v1: the policy the RBAC authorizer

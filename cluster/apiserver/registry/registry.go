@@ -17,8 +17,16 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 )
+
+// The resource metrics types are not in client-go's scheme; the API
+// server serves them built in, so they join it.
+func init() {
+	utilruntime.Must(metricsv1beta1.AddToScheme(scheme.Scheme))
+}
 
 // The verbs a resource can support, with their Kubernetes names.
 const (
@@ -60,6 +68,7 @@ const (
 var (
 	allVerbs      = []string{VerbCreate, VerbDelete, VerbDeleteCollection, VerbGet, VerbList, VerbPatch, VerbUpdate, VerbWatch}
 	createOnly    = []string{VerbCreate}
+	getList       = []string{VerbGet, VerbList}
 	namespaceVerb = []string{VerbCreate, VerbDelete, VerbGet, VerbList, VerbPatch, VerbUpdate, VerbWatch}
 )
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"reflect"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -75,6 +77,8 @@ func ValidateCreate(obj runtime.Object) field.ErrorList {
 		allErrs = validateJob(o)
 	case *batchv1.CronJob:
 		allErrs = validateCronJob(o)
+	case *autoscalingv2.HorizontalPodAutoscaler:
+		allErrs = validateHPA(o)
 	case *coordinationv1.Lease:
 		allErrs = validateLease(o)
 	case *discoveryv1.EndpointSlice:
@@ -161,6 +165,8 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		return withOld(o, old, validateJobUpdate)
 	case *batchv1.CronJob:
 		return withOld(o, old, validateCronJobUpdate)
+	case *autoscalingv2.HorizontalPodAutoscaler:
+		return withOld(o, old, validateHPAUpdate)
 	case *coordinationv1.Lease:
 		return withOld(o, old, validateLeaseUpdate)
 	case *discoveryv1.EndpointSlice:
@@ -217,6 +223,8 @@ func ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList {
 		return withOld(o, old, validateJobStatusUpdate)
 	case *batchv1.CronJob:
 		return withOld(o, old, validateCronJobStatusUpdate)
+	case *autoscalingv2.HorizontalPodAutoscaler:
+		return withOld(o, old, validateHPAStatusUpdate)
 	case *policyv1.PodDisruptionBudget:
 		return withOld(o, old, validatePodDisruptionBudgetStatusUpdate)
 	case *certificatesv1.CertificateSigningRequest:

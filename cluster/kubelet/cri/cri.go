@@ -232,6 +232,13 @@ type Runtime interface {
 	// keeps one open. It returns when the container exits or ctx is done.
 	AttachContainer(ctx context.Context, id string, streams Streams) error
 
+	// ContainerStats reports a running container's resource usage, as
+	// the CRI's ContainerStats: the Docker runtime from the container's
+	// cgroup, the in-process one from what its app accounted.
+	ContainerStats(ctx context.Context, id string) (ContainerStats, error)
+	// NodeStats reports the node's resource usage as a whole.
+	NodeStats(ctx context.Context) (Usage, error)
+
 	// Events delivers container lifecycle events. The channel is closed by
 	// Close.
 	Events() <-chan Event
@@ -245,4 +252,23 @@ type SandboxStatus struct {
 	Config    SandboxConfig
 	Ready     bool
 	CreatedAt time.Time
+}
+
+// Usage is a resource usage sample, as the CRI's CpuUsage and
+// MemoryUsage: cumulative CPU time, so that two samples give a rate, and
+// the memory working set at the sample's time.
+type Usage struct {
+	Timestamp time.Time
+	// CPU is the CPU time used since the container (or node) started.
+	CPU time.Duration
+	// MemoryWorkingSet is the memory in use that cannot be reclaimed
+	// under pressure, in bytes: what the kubelet evicts by and what
+	// `kubectl top` shows.
+	MemoryWorkingSet int64
+}
+
+// ContainerStats is a container's usage sample.
+type ContainerStats struct {
+	ID string
+	Usage
 }

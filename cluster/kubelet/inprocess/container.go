@@ -43,6 +43,7 @@ type container struct {
 	kill      chan struct{}
 	killOnce  sync.Once
 	memory    *containerMemory
+	cpu       *containerCPU
 	// execs are the commands kubectl exec runs in the container.
 	execs processTable
 }
@@ -205,6 +206,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	c.terminate = terminate
 	c.kill = make(chan struct{})
 	c.memory = &containerMemory{node: r.memory, limit: c.cfg.MemoryLimit}
+	c.cpu = &containerCPU{}
 	c.state = cri.StateRunning
 	c.startedAt = time.Now()
 	r.running.Add(1)
@@ -215,6 +217,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 		Stderr:     c.log.stream("stderr"),
 		ListenHost: sb.ip,
 		Memory:     c.memory,
+		CPU:        c.cpu,
 		Kill:       c.kill,
 	}
 	main := func(ctx context.Context) int { return app.Run(ctx, opts) }

@@ -49,6 +49,11 @@
 // at a size bound. Exited containers and their logs stay until
 // RemoveContainer, so `kubectl logs --previous` works.
 //
+// Stats: a container's CPU usage is the CPU time its app measured on its
+// own thread for the work it was told to do (--cpu-per-request), and its
+// memory working set what it allocated on purpose; the node's usage is
+// the klab process's, from /proc/self.
+//
 // What this runtime does not do: CPU limits are recorded but not enforced,
 // and pods are not isolated from each other beyond their addresses.
 package inprocess

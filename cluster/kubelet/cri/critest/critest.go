@@ -111,6 +111,8 @@ type container struct {
 	// container exits, waking followers.
 	changed chan struct{}
 	exitTmr *time.Timer
+	// usage is what ContainerStats reports (SetUsage).
+	usage cri.Usage
 }
 
 type logLine struct {

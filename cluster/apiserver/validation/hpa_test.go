@@ -1,0 +1,57 @@
+package validation
+
+import (
+	"strings"
+	"testing"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+func TestValidateHPA(t *testing.T) {
+	valid := func() *autoscalingv2.HorizontalPodAutoscaler {
+		return &autoscalingv2.HorizontalPodAutoscaler{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+			Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+				ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+				MinReplicas:    ptr.To[int32](1), MaxReplicas: 5,
+				Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+					Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To[int32](50)}}}},
+			},
+		}
+	}
+	tests := []struct {
+		name   string
+		mutate func(*autoscalingv2.HorizontalPodAutoscaler)
+		want   string // "" for valid
+	}{
+		{name: "valid", mutate: func(*autoscalingv2.HorizontalPodAutoscaler) {}},
+		{name: "min 0", mutate: func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.MinReplicas = ptr.To[int32](0) },
+			want: "spec.minReplicas: Invalid value: 0: must be greater than or equal to 1"},
+		{name: "max below min", mutate: func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.MinReplicas = ptr.To[int32](6) },
+			want: "spec.maxReplicas: Invalid value: 5: must be greater than or equal to `minReplicas`"},
+		{name: "no kind", mutate: func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.ScaleTargetRef.Kind = "" },
+			want: "spec.scaleTargetRef.kind: Required value"},
+		{name: "zero utilization", mutate: func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.Spec.Metrics[0].Resource.Target.AverageUtilization = ptr.To[int32](0)
+		}, want: "spec.metrics[0].resource.target.averageUtilization: Invalid value: 0: must be greater than 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hpa := valid()
+			tt.mutate(hpa)
+			errs := validateHPA(hpa)
+			if tt.want == "" {
+				if len(errs) > 0 {
+					t.Fatalf("want valid, got %v", errs.ToAggregate())
+				}
+				return
+			}
+			if errs.ToAggregate() == nil || !strings.Contains(errs.ToAggregate().Error(), tt.want) {
+				t.Errorf("errors %v, want %q", errs.ToAggregate(), tt.want)
+			}
+		})
+	}
+}
