@@ -82,6 +82,11 @@ type Member struct {
 
 	gate *gate // closed while running; Pause holds it shut
 
+	// peerHTTP carries the member's own requests to its peers (the
+	// cluster ID a joining member asks for, forwarded lease calls) with
+	// the peer client certificate; it keeps connections for reuse.
+	peerHTTP *http.Client
+
 	grpcServer *grpc.Server
 	peerServer *http.Server
 	dbgServer  *http.Server
@@ -104,6 +109,7 @@ func NewMember(cfg Config) (*Member, error) {
 	m := &Member{
 		cfg:           cfg,
 		lg:            cfg.Logger.With("member", cfg.Name),
+		peerHTTP:      &http.Client{Transport: &http.Transport{TLSClientConfig: cfg.PeerClientTLS, MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute}},
 		id:            MemberID(self.PeerURL, cfg.ClusterToken),
 		clusterID:     ClusterID(cfg.InitialCluster, cfg.ClusterToken),
 		self:          self,

@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"math"
 	"net"
@@ -12,6 +13,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -47,8 +49,14 @@ func (m *Member) listen() error {
 }
 
 // serve starts the gRPC server, the peer HTTP server and the raft loops.
+// With TLS configured, a client without a certificate from the etcd CA
+// fails the handshake on every port, before any request is read.
 func (m *Member) serve() {
-	m.grpcServer = grpc.NewServer(
+	var creds []grpc.ServerOption
+	if m.cfg.ClientTLS != nil {
+		creds = append(creds, grpc.Creds(credentials.NewTLS(m.cfg.ClientTLS)))
+	}
+	m.grpcServer = grpc.NewServer(append(creds,
 		grpc.MaxRecvMsgSize(m.cfg.MaxRequestBytes+512*1024),
 		grpc.MaxSendMsgSize(math.MaxInt32),
 		grpc.MaxConcurrentStreams(math.MaxUint32),
@@ -60,7 +68,7 @@ func (m *Member) serve() {
 			method, _ := grpc.MethodFromServerStream(stream)
 			return unimplemented(method)
 		}),
-	)
+	)...)
 	pb.RegisterKVServer(m.grpcServer, &kvServer{m: m})
 	pb.RegisterWatchServer(m.grpcServer, &watchServer{m: m})
 	pb.RegisterLeaseServer(m.grpcServer, &leaseServer{m: m})
@@ -88,7 +96,7 @@ func (m *Member) serve() {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		m.peerServer.Serve(m.listeners[1])
+		m.peerServer.Serve(m.peerListener(m.listeners[1]))
 	}()
 	if len(m.listeners) > 2 {
 		dmux := http.NewServeMux()
@@ -97,7 +105,7 @@ func (m *Member) serve() {
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
-			m.dbgServer.Serve(m.listeners[2])
+			m.dbgServer.Serve(m.peerListener(m.listeners[2]))
 		}()
 	}
 	m.wg.Add(4)
@@ -108,6 +116,17 @@ func (m *Member) serve() {
 	}()
 	go m.readLoop()
 	go m.leaseLoop()
+}
+
+// peerListener wraps l in the peer TLS configuration, if any: the raft
+// streams stay HTTP/1.1 (the dialing side offers nothing else), and the
+// debug endpoints share the peer port's client-certificate check, so
+// that only klab's own tooling and the members read them.
+func (m *Member) peerListener(l net.Listener) net.Listener {
+	if m.cfg.PeerTLS == nil {
+		return l
+	}
+	return tls.NewListener(l, m.cfg.PeerTLS)
 }
 
 // recoverUnary and recoverStream turn a panic in a gRPC handler into a
