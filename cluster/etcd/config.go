@@ -58,6 +58,10 @@ type Config struct {
 	ClientListen string
 	PeerListen   string
 	DebugListen  string
+	// MetricsListen, if set, serves GET /health in plain HTTP, as etcd's
+	// --listen-metrics-urls: what a kubelet probes when the other ports
+	// require an etcd client certificate.
+	MetricsListen string
 
 	// ClientTLS, when set, serves the client port over TLS: etcd's
 	// --cert-file, --key-file and, with ClientAuth set to require and

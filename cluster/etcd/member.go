@@ -90,7 +90,12 @@ type Member struct {
 	grpcServer *grpc.Server
 	peerServer *http.Server
 	dbgServer  *http.Server
-	listeners  []net.Listener
+	// metricsServer serves /health in plain HTTP on MetricsListen.
+	metricsServer *http.Server
+	// clientL, peerL, debugL and metricsL are the listeners, nil when not
+	// configured; listeners holds them all for closing.
+	clientL, peerL, debugL, metricsL net.Listener
+	listeners                        []net.Listener
 
 	life    *componentbase.Lifecycle
 	stopc   chan struct{} // closed to make every goroutine return
@@ -302,6 +307,9 @@ func (m *Member) closeAll() {
 	if m.peerServer != nil {
 		m.peerServer.Close()
 	}
+	if m.metricsServer != nil {
+		m.metricsServer.Close()
+	}
 	if m.dbgServer != nil {
 		m.dbgServer.Close()
 	}
@@ -311,6 +319,7 @@ func (m *Member) closeAll() {
 	if m.transport != nil {
 		m.transport.Stop()
 	}
+	m.peerHTTP.CloseIdleConnections()
 	m.wait.failAll(ErrStopped)
 }
 

@@ -32,17 +32,21 @@ func unimplemented(what string) error {
 	return status.Errorf(codes.Unimplemented, "%s is not implemented; %s", what, supported)
 }
 
-// listen opens the client, peer and (optional) debug listeners.
+// listen opens the client, peer and the optional debug and metrics
+// listeners.
 func (m *Member) listen() error {
-	addrs := []string{m.cfg.ClientListen, m.cfg.PeerListen}
-	if m.cfg.DebugListen != "" {
-		addrs = append(addrs, m.cfg.DebugListen)
-	}
-	for _, a := range addrs {
-		l, err := net.Listen("tcp", a)
-		if err != nil {
-			return fmt.Errorf("listen on %s: %w", a, err)
+	for _, a := range []struct {
+		addr string
+		l    *net.Listener
+	}{{m.cfg.ClientListen, &m.clientL}, {m.cfg.PeerListen, &m.peerL}, {m.cfg.DebugListen, &m.debugL}, {m.cfg.MetricsListen, &m.metricsL}} {
+		if a.addr == "" {
+			continue
 		}
+		l, err := net.Listen("tcp", a.addr)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", a.addr, err)
+		}
+		*a.l = l
 		m.listeners = append(m.listeners, l)
 	}
 	return nil
@@ -91,21 +95,33 @@ func (m *Member) serve() {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		m.grpcServer.Serve(m.listeners[0])
+		m.grpcServer.Serve(m.clientL)
 	}()
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		m.peerServer.Serve(m.peerListener(m.listeners[1]))
+		m.peerServer.Serve(m.peerListener(m.peerL))
 	}()
-	if len(m.listeners) > 2 {
+	if m.debugL != nil {
 		dmux := http.NewServeMux()
 		m.registerDebug(dmux)
 		m.dbgServer = &http.Server{Handler: componentbase.Recover(m.lg, dmux), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: componentbase.IdleTimeout}
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
-			m.dbgServer.Serve(m.peerListener(m.listeners[2]))
+			m.dbgServer.Serve(m.peerListener(m.debugL))
+		}()
+	}
+	if m.metricsL != nil {
+		// etcd's --listen-metrics-urls: plain HTTP and /health alone, for
+		// the kubelet's probe, which holds no etcd certificate.
+		hmux := http.NewServeMux()
+		hmux.HandleFunc("GET /health", m.serveHealth)
+		m.metricsServer = &http.Server{Handler: componentbase.Recover(m.lg, hmux), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: componentbase.IdleTimeout}
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			m.metricsServer.Serve(m.metricsL)
 		}()
 	}
 	m.wg.Add(4)
