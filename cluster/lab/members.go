@@ -2,7 +2,10 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -56,12 +59,16 @@ func (b *bringUp) ensureEtcdPKI(context.Context) error {
 	if b.etcdCredentials() == (EtcdCredentials{}) {
 		return nil
 	}
+	dir := filepath.Join(b.c.dir, pkiDirName)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		b.onFailure("remove the PKI", func(context.Context) error { return os.RemoveAll(dir) })
+	}
 	members := make([]pki.EtcdMember, len(b.masters))
 	for i, n := range b.masters {
 		members[i] = pki.EtcdMember{Name: n.Name, Hosts: []string{n.Host}}
 	}
 	var err error
-	b.etcdPKI, err = pki.EnsureEtcd(filepath.Join(b.c.dir, pkiDirName), members)
+	b.etcdPKI, err = pki.EnsureEtcd(dir, members)
 	return err
 }
 
