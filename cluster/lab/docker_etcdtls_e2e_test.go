@@ -23,7 +23,7 @@ import (
 func TestDockerEtcdRefusesPods(t *testing.T) {
 	bin := requireDocker(t)
 	testHome(t)
-	name := dockerClusterName(t, "etcdtls")
+	name := dockerClusterName(t, "h29-etcdtls")
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	c, err := Up(ctx, Spec{Name: name, Masters: 1, Workers: 1, Speed: 10, Runtime: RuntimeDocker, NoFsync: true}, Options{Binary: bin})
