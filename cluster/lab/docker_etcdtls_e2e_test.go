@@ -59,7 +59,9 @@ func TestDockerEtcdRefusesPods(t *testing.T) {
 		"https://" + addr("etcd-client") + "/",
 		"http://" + addr("etcd-peer") + "/debug/klab/status",
 	} {
-		out, err := execIn(ctx, f, pod, "curl", "-s", u)
+		// -f: plain HTTP to a TLS port gets Go's 400 "Client sent an
+		// HTTP request to an HTTPS server", a refusal too.
+		out, err := execIn(ctx, f, pod, "curl", "-sf", u)
 		if err == nil || strings.Contains(out, `"leader"`) || strings.Contains(out, `"tickIntervalMs"`) {
 			t.Errorf("curl %s from a pod without an etcd certificate: err %v, output %q", u, err, out)
 		}
