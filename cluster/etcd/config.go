@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/binary"
 	"fmt"
 	"log/slog"
@@ -57,6 +58,21 @@ type Config struct {
 	ClientListen string
 	PeerListen   string
 	DebugListen  string
+	// MetricsListen, if set, serves GET /health in plain HTTP, as etcd's
+	// --listen-metrics-urls: what a kubelet probes when the other ports
+	// require an etcd client certificate.
+	MetricsListen string
+
+	// ClientTLS, when set, serves the client port over TLS: etcd's
+	// --cert-file, --key-file and, with ClientAuth set to require and
+	// verify, --client-cert-auth with --trusted-ca-file. PeerTLS does the
+	// same for the peer port and DebugListen (--peer-cert-file, ...), and
+	// PeerClientTLS is what the member presents and trusts when it dials
+	// its peers: raft streams, snapshots, lease forwarding. Peer URLs
+	// are https:// exactly when PeerTLS is set. See pki.EtcdServerTLS.
+	ClientTLS     *tls.Config
+	PeerTLS       *tls.Config
+	PeerClientTLS *tls.Config
 
 	TickInterval   time.Duration
 	ElectionTicks  int
@@ -134,14 +150,43 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("etcd config: initial cluster names member %s twice", p.Name)
 		}
 		seen[p.Name] = true
-		if !strings.HasPrefix(p.PeerURL, "http://") {
-			return fmt.Errorf("etcd config: member %s: peer URL %q must start with http://", p.Name, p.PeerURL)
+		if scheme := c.peerScheme(); !strings.HasPrefix(p.PeerURL, scheme) {
+			return fmt.Errorf("etcd config: member %s: peer URL %q must start with %s (peer TLS is %s)", p.Name, p.PeerURL, scheme, onOff(c.PeerTLS != nil))
+		}
+	}
+	if (c.PeerTLS == nil) != (c.PeerClientTLS == nil) {
+		return fmt.Errorf("etcd config: member %s: peer TLS needs both a serving and a dialing configuration", c.Name)
+	}
+	if self, _ := c.self(); self.ClientURL != "" {
+		if scheme := c.clientScheme(); !strings.HasPrefix(self.ClientURL, scheme) {
+			return fmt.Errorf("etcd config: member %s: client URL %q must start with %s (client TLS is %s)", c.Name, self.ClientURL, scheme, onOff(c.ClientTLS != nil))
 		}
 	}
 	if c.HeartbeatTicks <= 0 || c.ElectionTicks <= c.HeartbeatTicks {
 		return fmt.Errorf("etcd config: member %s: election ticks (%d) must be greater than heartbeat ticks (%d)", c.Name, c.ElectionTicks, c.HeartbeatTicks)
 	}
 	return nil
+}
+
+func (c *Config) peerScheme() string {
+	if c.PeerTLS != nil {
+		return "https://"
+	}
+	return "http://"
+}
+
+func (c *Config) clientScheme() string {
+	if c.ClientTLS != nil {
+		return "https://"
+	}
+	return "http://"
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
 
 func (c *Config) self() (Peer, bool) {

@@ -152,7 +152,7 @@ func (m *Member) forwardToLeader(ctx context.Context, path string, body, out any
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := m.peerHTTP.Do(req)
 	if err != nil {
 		return rpctypes.ErrGRPCNoLeader
 	}

@@ -82,10 +82,20 @@ type Member struct {
 
 	gate *gate // closed while running; Pause holds it shut
 
+	// peerHTTP carries the member's own requests to its peers (the
+	// cluster ID a joining member asks for, forwarded lease calls) with
+	// the peer client certificate; it keeps connections for reuse.
+	peerHTTP *http.Client
+
 	grpcServer *grpc.Server
 	peerServer *http.Server
 	dbgServer  *http.Server
-	listeners  []net.Listener
+	// metricsServer serves /health in plain HTTP on MetricsListen.
+	metricsServer *http.Server
+	// clientL, peerL, debugL and metricsL are the listeners, nil when not
+	// configured; listeners holds them all for closing.
+	clientL, peerL, debugL, metricsL net.Listener
+	listeners                        []net.Listener
 
 	life    *componentbase.Lifecycle
 	stopc   chan struct{} // closed to make every goroutine return
@@ -104,6 +114,7 @@ func NewMember(cfg Config) (*Member, error) {
 	m := &Member{
 		cfg:           cfg,
 		lg:            cfg.Logger.With("member", cfg.Name),
+		peerHTTP:      &http.Client{Transport: &http.Transport{TLSClientConfig: cfg.PeerClientTLS, MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute}},
 		id:            MemberID(self.PeerURL, cfg.ClusterToken),
 		clusterID:     ClusterID(cfg.InitialCluster, cfg.ClusterToken),
 		self:          self,
@@ -296,6 +307,9 @@ func (m *Member) closeAll() {
 	if m.peerServer != nil {
 		m.peerServer.Close()
 	}
+	if m.metricsServer != nil {
+		m.metricsServer.Close()
+	}
 	if m.dbgServer != nil {
 		m.dbgServer.Close()
 	}
@@ -305,6 +319,7 @@ func (m *Member) closeAll() {
 	if m.transport != nil {
 		m.transport.Stop()
 	}
+	m.peerHTTP.CloseIdleConnections()
 	m.wait.failAll(ErrStopped)
 }
 

@@ -52,6 +52,7 @@ func (m *Member) startRaft(bs *bootState) error {
 		Snapshots: m.snapshotSource,
 		Observe:   m.observeTransport,
 		Logger:    m.lg.With("component", "rafthttp"),
+		TLS:       m.cfg.PeerClientTLS,
 	})
 	switch {
 	case bs.fresh && !m.cfg.Join:

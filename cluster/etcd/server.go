@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"math"
 	"net"
@@ -12,6 +13,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -30,25 +32,35 @@ func unimplemented(what string) error {
 	return status.Errorf(codes.Unimplemented, "%s is not implemented; %s", what, supported)
 }
 
-// listen opens the client, peer and (optional) debug listeners.
+// listen opens the client, peer and the optional debug and metrics
+// listeners.
 func (m *Member) listen() error {
-	addrs := []string{m.cfg.ClientListen, m.cfg.PeerListen}
-	if m.cfg.DebugListen != "" {
-		addrs = append(addrs, m.cfg.DebugListen)
-	}
-	for _, a := range addrs {
-		l, err := net.Listen("tcp", a)
-		if err != nil {
-			return fmt.Errorf("listen on %s: %w", a, err)
+	for _, a := range []struct {
+		addr string
+		l    *net.Listener
+	}{{m.cfg.ClientListen, &m.clientL}, {m.cfg.PeerListen, &m.peerL}, {m.cfg.DebugListen, &m.debugL}, {m.cfg.MetricsListen, &m.metricsL}} {
+		if a.addr == "" {
+			continue
 		}
+		l, err := net.Listen("tcp", a.addr)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", a.addr, err)
+		}
+		*a.l = l
 		m.listeners = append(m.listeners, l)
 	}
 	return nil
 }
 
 // serve starts the gRPC server, the peer HTTP server and the raft loops.
+// With TLS configured, a client without a certificate from the etcd CA
+// fails the handshake on every port, before any request is read.
 func (m *Member) serve() {
-	m.grpcServer = grpc.NewServer(
+	var creds []grpc.ServerOption
+	if m.cfg.ClientTLS != nil {
+		creds = append(creds, grpc.Creds(credentials.NewTLS(m.cfg.ClientTLS)))
+	}
+	m.grpcServer = grpc.NewServer(append(creds,
 		grpc.MaxRecvMsgSize(m.cfg.MaxRequestBytes+512*1024),
 		grpc.MaxSendMsgSize(math.MaxInt32),
 		grpc.MaxConcurrentStreams(math.MaxUint32),
@@ -60,7 +72,7 @@ func (m *Member) serve() {
 			method, _ := grpc.MethodFromServerStream(stream)
 			return unimplemented(method)
 		}),
-	)
+	)...)
 	pb.RegisterKVServer(m.grpcServer, &kvServer{m: m})
 	pb.RegisterWatchServer(m.grpcServer, &watchServer{m: m})
 	pb.RegisterLeaseServer(m.grpcServer, &leaseServer{m: m})
@@ -83,21 +95,33 @@ func (m *Member) serve() {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		m.grpcServer.Serve(m.listeners[0])
+		m.grpcServer.Serve(m.clientL)
 	}()
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		m.peerServer.Serve(m.listeners[1])
+		m.peerServer.Serve(m.peerListener(m.peerL))
 	}()
-	if len(m.listeners) > 2 {
+	if m.debugL != nil {
 		dmux := http.NewServeMux()
 		m.registerDebug(dmux)
 		m.dbgServer = &http.Server{Handler: componentbase.Recover(m.lg, dmux), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: componentbase.IdleTimeout}
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
-			m.dbgServer.Serve(m.listeners[2])
+			m.dbgServer.Serve(m.peerListener(m.debugL))
+		}()
+	}
+	if m.metricsL != nil {
+		// etcd's --listen-metrics-urls: plain HTTP and /health alone, for
+		// the kubelet's probe, which holds no etcd certificate.
+		hmux := http.NewServeMux()
+		hmux.HandleFunc("GET /health", m.serveHealth)
+		m.metricsServer = &http.Server{Handler: componentbase.Recover(m.lg, hmux), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: componentbase.IdleTimeout}
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			m.metricsServer.Serve(m.metricsL)
 		}()
 	}
 	m.wg.Add(4)
@@ -108,6 +132,17 @@ func (m *Member) serve() {
 	}()
 	go m.readLoop()
 	go m.leaseLoop()
+}
+
+// peerListener wraps l in the peer TLS configuration, if any: the raft
+// streams stay HTTP/1.1 (the dialing side offers nothing else), and the
+// debug endpoints share the peer port's client-certificate check, so
+// that only klab's own tooling and the members read them.
+func (m *Member) peerListener(l net.Listener) net.Listener {
+	if m.cfg.PeerTLS == nil {
+		return l
+	}
+	return tls.NewListener(l, m.cfg.PeerTLS)
 }
 
 // recoverUnary and recoverStream turn a panic in a gRPC handler into a

@@ -156,17 +156,18 @@ func (m *Member) checkIdentity(ctx context.Context, tx *bolt.Tx, fresh bool) err
 // fetchClusterID asks the existing members which cluster a joining member is
 // joining.
 func (m *Member) fetchClusterID(ctx context.Context) (uint64, error) {
-	client := &http.Client{Timeout: 2 * time.Second}
 	var errs []error
 	for _, p := range m.cfg.InitialCluster {
 		if p.Name == m.cfg.Name {
 			continue
 		}
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.PeerURL+"/klab/cluster", nil)
 		if err != nil {
 			return 0, err
 		}
-		resp, err := client.Do(req)
+		resp, err := m.peerHTTP.Do(req)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -65,14 +65,23 @@ func (b *bringUp) hostServer() string {
 // apiServerSpec describes master n's API server: all of them are active,
 // each talking to every etcd member.
 func (b *bringUp) apiServerSpec(n runtime.Node) (runtime.ComponentSpec, error) {
+	creds := b.etcdCredentials()
 	var endpoints []string
 	for _, m := range b.masters {
-		endpoints = append(endpoints, m.URL("etcd-client"))
+		endpoints = append(endpoints, creds.withScheme(m.URL("etcd-client")))
 	}
 	listen := hostPort(n, "apiserver")
-	return runtime.ComponentSpec{APIServer: &runtime.APIServerSpec{
+	spec := &runtime.APIServerSpec{
 		EtcdEndpoints: endpoints, Listen: listen, PKIDir: filepath.Join(b.c.dir, pkiDirName), AdvertiseAddress: listen,
-	}}, nil
+	}
+	if creds != (EtcdCredentials{}) {
+		// kubeadm's apiserver-etcd-client, not klab's own certificate.
+		dir := pki.EtcdDir(filepath.Join(b.c.dir, pkiDirName))
+		spec.EtcdCAFile = creds.CACert
+		spec.EtcdCertFile = filepath.Join(dir, pki.APIServerEtcdClientCert)
+		spec.EtcdKeyFile = filepath.Join(dir, pki.APIServerEtcdClientKey)
+	}
+	return runtime.ComponentSpec{APIServer: spec}, nil
 }
 
 // lbSpec describes the load balancer in front of the API servers.

@@ -67,7 +67,7 @@ func SetClock(ctx context.Context, members []MemberInfo, req etcd.ClockRequest) 
 	}
 	eachMember(members, func(i int, m MemberInfo) {
 		answers[i].Member = m.Name
-		answers[i].Clock, answers[i].Err = clockCall(ctx, method, m.DebugURL+"/clock", body)
+		answers[i].Clock, answers[i].Err = clockCall(ctx, m.HTTPClient(statusTimeout), method, m.DebugURL+"/clock", body)
 	})
 	var errs []error
 	for _, a := range answers {
@@ -79,7 +79,7 @@ func SetClock(ctx context.Context, members []MemberInfo, req etcd.ClockRequest) 
 	return answers, i18n.Wrap(errors.Join(errs...), "lab.err.clock")
 }
 
-func clockCall(ctx context.Context, method, url string, body []byte) (etcd.ClockStatus, error) {
+func clockCall(ctx context.Context, hc *http.Client, method, url string, body []byte) (etcd.ClockStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
@@ -87,7 +87,7 @@ func clockCall(ctx context.Context, method, url string, body []byte) (etcd.Clock
 		return etcd.ClockStatus{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := statusClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return etcd.ClockStatus{}, err
 	}

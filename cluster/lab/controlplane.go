@@ -82,7 +82,7 @@ func (b *bringUp) kubeletSpec(n runtime.Node) (runtime.ComponentSpec, error) {
 	}
 	if n.Role == runtime.RoleMaster {
 		spec.StaticPods = []runtime.StaticPodSpec{
-			{Name: runtime.ComponentEtcd, Image: nodeImage, HealthURL: n.URL("etcd-peer") + "/health"},
+			{Name: runtime.ComponentEtcd, Image: nodeImage, HealthURL: b.etcdHealthURL(n)},
 			{Name: runtime.ComponentAPIServer, Image: nodeImage, HealthURL: "https://" + hostPort(n, "apiserver") + "/livez"},
 			{Name: runtime.ComponentControllerManager, Image: nodeImage, HealthURL: "http://" + hostPort(n, "controller-manager") + "/healthz"},
 			{Name: runtime.ComponentScheduler, Image: nodeImage, HealthURL: "http://" + hostPort(n, "scheduler") + "/healthz"},

@@ -83,11 +83,11 @@ func TestClusterEndToEnd(t *testing.T) {
 			c.Close(context.Background(), nil)
 		}
 	}()
-	// nodes, LB node, etcd, leader, PKI, API servers, LB, kubeconfig,
-	// schedulers and controller managers, kubelets, kube-proxies, cluster
-	// DNS, nodes Ready, cluster.json.
-	if done != 14 || failed != 0 {
-		t.Errorf("steps done/failed = %d/%d, want 14/0", done, failed)
+	// nodes, LB node, etcd PKI, etcd, leader, PKI, API servers, LB,
+	// kubeconfig, schedulers and controller managers, kubelets,
+	// kube-proxies, cluster DNS, nodes Ready, cluster.json.
+	if done != 15 || failed != 0 {
+		t.Errorf("steps done/failed = %d/%d, want 15/0", done, failed)
 	}
 
 	// cluster.json describes the cluster as it runs.

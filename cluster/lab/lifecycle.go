@@ -29,6 +29,7 @@ var upSteps = []step{
 	{run: (*bringUp).openRuntime},
 	{title: (*bringUp).nodesTitle, run: (*bringUp).createNodes},
 	{title: (*bringUp).lbNodeTitle, skip: singleMaster, run: (*bringUp).createLBNode},
+	{title: pathTitle("up.step.etcd-pki", filepath.Join(pkiDirName, pki.EtcdDirName)), skip: etcdPlaintext, run: (*bringUp).ensureEtcdPKI},
 	{title: countTitle("up.step.etcd", masters), on: masters, components: []stepComponent{
 		{runtime.ComponentEtcd, (*bringUp).etcdSpec},
 	}},
@@ -83,6 +84,7 @@ type bringUp struct {
 	workers []runtime.Node
 	lb      *runtime.Node
 	certs   *pki.PKI
+	etcdPKI *pki.EtcdPKI
 }
 
 // attached returns the bring-up of a cluster another process brought up,
@@ -112,8 +114,9 @@ func lbNode(b *bringUp) []runtime.Node {
 }
 
 // When a step has nothing to do.
-func notDocker(b *bringUp) bool    { return b.runtime != RuntimeDocker }
-func singleMaster(b *bringUp) bool { return b.c.spec.Masters < 2 }
+func notDocker(b *bringUp) bool     { return b.runtime != RuntimeDocker }
+func singleMaster(b *bringUp) bool  { return b.c.spec.Masters < 2 }
+func etcdPlaintext(b *bringUp) bool { return b.etcdCredentials() == (EtcdCredentials{}) }
 
 // Titles of steps.
 func fixedTitle(key string) func(*bringUp) i18n.Message {
@@ -143,16 +146,17 @@ func (b *bringUp) token() string {
 // cluster is ready and where its components answer.
 func (b *bringUp) writeInfo(context.Context) error {
 	info := &Info{
-		Version:      infoVersion,
-		Spec:         b.c.spec,
-		Name:         b.c.spec.Name,
-		Runtime:      b.runtime,
-		CreatedAt:    time.Now().UTC(),
-		Members:      b.c.members,
-		Nodes:        nodes(b),
-		ClusterToken: b.token(),
-		LB:           b.lb,
-		Kubeconfig:   filepath.Join(b.c.dir, KubeconfigFile),
+		Version:         infoVersion,
+		Spec:            b.c.spec,
+		Name:            b.c.spec.Name,
+		Runtime:         b.runtime,
+		CreatedAt:       time.Now().UTC(),
+		Members:         b.c.members,
+		Nodes:           nodes(b),
+		ClusterToken:    b.token(),
+		LB:              b.lb,
+		EtcdCredentials: b.etcdCredentials(),
+		Kubeconfig:      filepath.Join(b.c.dir, KubeconfigFile),
 	}
 	if b.prev != nil {
 		info.CreatedAt = b.prev.CreatedAt

@@ -109,6 +109,7 @@ func TestStepTitles(t *testing.T) {
 	}{
 		{"up, local, one master", upOf(RuntimeLocal, 1, 1), []string{
 			"Creating the nodes (2, local runtime)",
+			"Preparing the etcd CA and the members' certificates in /s/pki/etcd",
 			"Starting the etcd members (1)",
 			"Waiting for a Raft leader",
 			"Preparing certificates and tokens in /s/pki",
@@ -125,6 +126,7 @@ func TestStepTitles(t *testing.T) {
 			"Preparing the node image klab/node (built from this binary, once per build)",
 			"Creating the nodes (3, docker runtime)",
 			"Creating the load balancer's node",
+			"Preparing the etcd CA and the members' certificates in /s/pki/etcd",
 			"Starting the etcd members (3)",
 			"Waiting for a Raft leader",
 			"Preparing certificates and tokens in /s/pki",

@@ -20,11 +20,16 @@ const (
 	kubeProxyPort         = 10256
 	controllerManagerPort = 10257
 	schedulerPort         = 10259
+	// etcdMetricsPort is etcd's --listen-metrics-urls port, plain HTTP
+	// for the kubelet's health probe, as kubeadm's 2381.
+	etcdMetricsPort     = 2381
+	etcdMetricsPortName = "etcd-metrics"
 )
 
 func masterPorts() []runtime.Port {
 	return []runtime.Port{
 		{Name: "etcd-client", Default: etcdClientPort}, {Name: "etcd-peer", Default: etcdPeerPort},
+		{Name: etcdMetricsPortName, Default: etcdMetricsPort},
 		{Name: "apiserver", Default: apiServerPort}, {Name: "kubelet", Default: kubeletPort},
 		{Name: "scheduler", Default: schedulerPort}, {Name: "controller-manager", Default: controllerManagerPort},
 		{Name: "proxy", Default: kubeProxyPort},
@@ -78,7 +83,7 @@ func (b *bringUp) createNodes(ctx context.Context) error {
 		}
 		b.workers = append(b.workers, n)
 	}
-	b.c.members = membersOf(b.masters, b.token())
+	b.c.members = membersOf(b.masters, b.token(), b.etcdCredentials())
 	return nil
 }
 

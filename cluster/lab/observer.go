@@ -2,8 +2,6 @@ package lab
 
 import (
 	"context"
-	"net"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -162,7 +160,6 @@ type Observer struct {
 	opts    ObserverOptions
 	out     chan Observation
 	news    chan struct{}
-	hc      *http.Client
 
 	// emitMu keeps Seq in the order observations enter the channel.
 	emitMu sync.Mutex
@@ -199,12 +196,6 @@ func NewObserver(members []MemberInfo, opts ObserverOptions) *Observer {
 		out:     make(chan Observation, observationBuffer),
 		news:    make(chan struct{}, 1),
 		refresh: map[string]chan struct{}{},
-		// The event stream is long-lived: no overall timeout, only one
-		// on connecting, so that a dead member is noticed quickly.
-		hc: &http.Client{Transport: &http.Transport{
-			DialContext:           (&net.Dialer{Timeout: time.Second}).DialContext,
-			ResponseHeaderTimeout: 2 * time.Second,
-		}},
 	}
 	o.heard = map[string]*atomic.Int64{}
 	o.beat.Store(int64(RoutineBeat))
@@ -286,7 +277,6 @@ func (o *Observer) Run(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	o.hc.CloseIdleConnections()
 	close(o.out)
 	return ctx.Err()
 }
@@ -374,7 +364,7 @@ func (o *Observer) pollStatus(ctx context.Context, m MemberInfo) {
 		}
 		o.replicating[m.Name].Store(false)
 		o.reads.Add(1)
-		st, err := FetchStatus(ctx, statusClient, m.DebugURL)
+		st, err := FetchStatus(ctx, m.HTTPClient(statusTimeout), m.DebugURL)
 		fetched, wanted = time.Now(), false
 		if ctx.Err() != nil {
 			return

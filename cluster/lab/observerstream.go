@@ -168,7 +168,10 @@ func (o *Observer) readEvents(ctx context.Context, m MemberInfo, cur *eventCurso
 	if err != nil {
 		return false, err
 	}
-	resp, err := o.hc.Do(req)
+	// The members' shared transport: no overall timeout (the stream is
+	// long-lived), only its dial and response-header ones, so that a dead
+	// member is noticed quickly.
+	resp, err := m.HTTPClient(0).Do(req)
 	if err != nil {
 		return false, err
 	}

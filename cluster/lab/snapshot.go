@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	clientsnapshot "go.etcd.io/etcd/client/v3/snapshot"
 	"go.uber.org/zap"
 
@@ -78,7 +77,10 @@ func SaveSnapshot(ctx context.Context, name, path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cfg := clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	cfg, err := info.EtcdCredentials.ClientConfig([]string{endpoint})
+	if err != nil {
+		return "", i18n.Wrap(err, "snapshot.err.save", path)
+	}
 	if _, err := clientsnapshot.SaveWithVersion(ctx, zap.NewNop(), cfg, path); err != nil {
 		return "", i18n.Wrap(err, "snapshot.err.save", path)
 	}
@@ -312,7 +314,7 @@ func (c *Cluster) Restore(ctx context.Context, path string) (*RestoreResult, err
 		return nil, i18n.Wrap(snapshotError(err), "snapshot.err.restore")
 	}
 	res.stage("restore", &stage)
-	c.members = membersOf(nodesOf(info.Nodes, c.members), token)
+	c.members = membersOf(nodesOf(info.Nodes, c.members), token, info.EtcdCredentials)
 	ni := *info
 	ni.ClusterToken, ni.Members = token, c.members
 	if err := writeInfo(c.dir, &ni); err != nil {

@@ -67,9 +67,12 @@ type Info struct {
 	CreatedAt time.Time `json:"createdAt"`
 	// EtcdEndpoints are the members' client URLs, as etcdctl's --endpoints
 	// takes them.
-	EtcdEndpoints []string       `json:"etcdEndpoints"`
-	Members       []MemberInfo   `json:"members"`
-	Nodes         []runtime.Node `json:"nodes"`
+	EtcdEndpoints []string `json:"etcdEndpoints"`
+	// EtcdCredentials are the files to reach them with (etcdCACert,
+	// etcdClientCert, etcdClientKey); empty for a plain-HTTP etcd.
+	EtcdCredentials
+	Members []MemberInfo   `json:"members"`
+	Nodes   []runtime.Node `json:"nodes"`
 	// ClusterToken is etcd's initial-cluster-token.
 	ClusterToken string `json:"clusterToken"`
 	// APIServer is the URL clients use (the load balancer's when there are
@@ -91,6 +94,9 @@ type MemberInfo struct {
 	ClientURL string `json:"clientURL"`
 	// DebugURL is the base of the member's /debug/klab endpoints.
 	DebugURL string `json:"debugURL"`
+	// etcd are the credentials to reach the member with: Info's, which
+	// readInfo copies here.
+	etcd EtcdCredentials
 }
 
 // Ref returns the member's component ref.
@@ -124,6 +130,9 @@ func readInfo(dir string) (*Info, error) {
 	}
 	if info.Version != infoVersion {
 		return nil, i18n.NewError("lab.err.info-version", path, info.Version, infoVersion)
+	}
+	for i := range info.Members {
+		info.Members[i].etcd = info.EtcdCredentials
 	}
 	return &info, nil
 }

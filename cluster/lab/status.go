@@ -33,6 +33,10 @@ type ClusterStatus struct {
 	// Running says whether a `klab up` process answers on the control socket.
 	Running       bool     `json:"running"`
 	EtcdEndpoints []string `json:"etcdEndpoints"`
+	// EtcdCredentials are the files to reach them with, as etcdctl's
+	// --cacert, --cert and --key (etcdCACert, etcdClientCert,
+	// etcdClientKey).
+	EtcdCredentials
 	// APIServer is the URL kubectl uses and Kubeconfig the admin
 	// kubeconfig's path.
 	APIServer  string `json:"apiServer,omitempty"`
@@ -115,7 +119,7 @@ func Status(ctx context.Context, name string) (*ClusterStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &ClusterStatus{Name: info.Name, Runtime: info.Runtime, EtcdEndpoints: info.EtcdEndpoints, APIServer: info.APIServer, Kubeconfig: info.Kubeconfig,
+	st := &ClusterStatus{Name: info.Name, Runtime: info.Runtime, EtcdEndpoints: info.EtcdEndpoints, EtcdCredentials: info.EtcdCredentials, APIServer: info.APIServer, Kubeconfig: info.Kubeconfig,
 		Speed: info.Spec.Speed, Timings: timing.Speed(info.Spec.Speed).Table()}
 	states := map[runtime.Ref]runtime.ComponentInfo{}
 	if info.Runtime == RuntimeDocker {
@@ -200,13 +204,11 @@ type memberAnswer struct {
 	err    error
 }
 
-var statusClient = &http.Client{Timeout: statusTimeout}
-
 // fetchAll asks every member for its status at once.
 func fetchAll(ctx context.Context, members []MemberInfo) []memberAnswer {
 	out := make([]memberAnswer, len(members))
 	eachMember(members, func(i int, m MemberInfo) {
-		out[i].status, out[i].err = FetchStatus(ctx, statusClient, m.DebugURL)
+		out[i].status, out[i].err = FetchStatus(ctx, m.HTTPClient(statusTimeout), m.DebugURL)
 	})
 	return out
 }

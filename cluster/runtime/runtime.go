@@ -258,7 +258,7 @@ type EtcdSpec struct {
 	// InitialCluster lists every member the cluster starts with, this one
 	// included, each with its peer URL (--initial-cluster) and client URL
 	// (--advertise-client-urls of that member). This member's client URL
-	// defaults to http://<ListenClient>.
+	// defaults to https://<ListenClient> with TLS, http:// without.
 	InitialCluster []etcd.Peer `json:"initialCluster"`
 	// InitialClusterToken, with the members, determines the cluster ID:
 	// --initial-cluster-token.
@@ -273,6 +273,23 @@ type EtcdSpec struct {
 	ListenClient string `json:"listenClient"`
 	ListenPeer   string `json:"listenPeer"`
 	ListenDebug  string `json:"listenDebug,omitempty"`
+	// ListenMetrics, if set, serves /health in plain HTTP
+	// (--listen-metrics-urls), for the kubelet's probe.
+	ListenMetrics string `json:"listenMetrics,omitempty"`
+	// CertFile and KeyFile serve the client port over TLS, and
+	// TrustedCAFile is the etcd CA every client must present a
+	// certificate from (--cert-file, --key-file, --trusted-ca-file with
+	// --client-cert-auth). PeerCertFile, PeerKeyFile and
+	// PeerTrustedCAFile do the same for the peer port, and the member
+	// dials its peers with that pair (--peer-cert-file, ...,
+	// --peer-client-cert-auth). Empty means plain HTTP, as clusters made
+	// before etcd had TLS run.
+	CertFile          string `json:"certFile,omitempty"`
+	KeyFile           string `json:"keyFile,omitempty"`
+	TrustedCAFile     string `json:"trustedCAFile,omitempty"`
+	PeerCertFile      string `json:"peerCertFile,omitempty"`
+	PeerKeyFile       string `json:"peerKeyFile,omitempty"`
+	PeerTrustedCAFile string `json:"peerTrustedCAFile,omitempty"`
 	// HeartbeatInterval is the time between heartbeats, which is also the
 	// raft tick, and ElectionTimeout the election timeout, both in
 	// milliseconds as etcd takes them; zero means etcd's defaults (100,
@@ -396,6 +413,13 @@ type ContainerPort struct {
 type APIServerSpec struct {
 	// EtcdEndpoints are the etcd members' client URLs.
 	EtcdEndpoints []string `json:"etcdEndpoints"`
+	// EtcdCAFile, EtcdCertFile and EtcdKeyFile are the etcd CA and the
+	// API server's etcd client certificate (kube-apiserver's
+	// --etcd-cafile, --etcd-certfile, --etcd-keyfile; kubeadm's
+	// apiserver-etcd-client). Empty for plain-HTTP etcd.
+	EtcdCAFile   string `json:"etcdCAFile,omitempty"`
+	EtcdCertFile string `json:"etcdCertFile,omitempty"`
+	EtcdKeyFile  string `json:"etcdKeyFile,omitempty"`
 	// Listen is host:port to serve HTTPS on.
 	Listen string `json:"listen"`
 	// PKIDir holds the cluster's CA, serving certificate and tokens.

@@ -31,7 +31,7 @@ func TestComponentUsageErrors(t *testing.T) {
 		{"lb needs no --node", []string{"component", "lb", "--spec", `{"listen":"127.0.0.1:0"}`}, []string{`--spec for lb lacks the required field "backends"`}},
 		{"unknown flag", []string{"component", "kubelet", "--nodes", "worker-1"}, []string{"bad flag for klab component kubelet", "--nodes"}},
 		{"stray argument", []string{"component", "kube-scheduler", "now", "--node", "master-1", "--spec", "{}"}, []string{`klab component kube-scheduler takes no arguments, but got "now"`}},
-		{"unknown spec field", []string{"component", "kube-apiserver", "--node", "master-1", "--spec", `{"listen":"a:1","etcd":"x"}`}, []string{`--spec for kube-apiserver has an unknown field "etcd"; its fields are: etcdEndpoints, listen, pkiDir, advertiseAddress`}},
+		{"unknown spec field", []string{"component", "kube-apiserver", "--node", "master-1", "--spec", `{"listen":"a:1","etcd":"x"}`}, []string{`--spec for kube-apiserver has an unknown field "etcd"; its fields are: etcdEndpoints, etcdCAFile, etcdCertFile, etcdKeyFile, listen, pkiDir, advertiseAddress`}},
 		{"missing PKI", []string{"component", "kube-apiserver", "--node", "master-1", "--spec", apiSpec}, []string{"start master-1/kube-apiserver: load pki", "/nonexistent/ca.crt"}},
 		{"kubelet outside Docker", []string{"component", "kubelet", "--node", "worker-1", "--spec", `{"apiServer":"https://127.0.0.1:1","pkiDir":"/p","listen":"127.0.0.1:0"}`}, []string{"start worker-1/kubelet: the kubelet needs a container runtime"}},
 		{"pause takes no argument", []string{"component", "pause", "now"}, []string{`klab component pause takes no arguments, but got "now"`}},

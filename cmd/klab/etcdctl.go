@@ -50,6 +50,9 @@ func newEtcdctlCmd() *cobra.Command {
 					return err
 				}
 			}
+			if err := presetEtcdctlCredentials(name, args); err != nil {
+				return err
+			}
 			// etcdctl's root command reads os.Args, as its own main does.
 			os.Args = append([]string{"etcdctl"}, args...)
 			if err := ctlv3.Start(); err != nil {
@@ -120,6 +123,32 @@ func etcdctlEndpoints(ctx context.Context, name string, args []string, stderr io
 		}
 	}
 	return "", i18n.NewError("status.err.no-answer", name, nameHint(name))
+}
+
+// presetEtcdctlCredentials passes klab's etcd client certificate to
+// etcdctl (ETCDCTL_CACERT, ETCDCTL_CERT, ETCDCTL_KEY), each unless the
+// user gave that one as a flag or in the environment: the members require a
+// certificate from the etcd CA, and `klab status` shows the same files for
+// the CKA's `etcdctl --cacert=... --cert=... --key=...` form.
+func presetEtcdctlCredentials(name string, args []string) error {
+	info, err := lab.LoadInfo(name)
+	if err != nil {
+		return err
+	}
+	for _, c := range []struct{ flag, path string }{
+		{"--cacert", info.EtcdCredentials.CACert},
+		{"--cert", info.EtcdCredentials.ClientCert},
+		{"--key", info.EtcdCredentials.ClientKey},
+	} {
+		env := "ETCDCTL_" + strings.ToUpper(strings.TrimPrefix(c.flag, "--"))
+		if c.path == "" || os.Getenv(env) != "" || hasFlag(args, c.flag) {
+			continue
+		}
+		if err := os.Setenv(env, c.path); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // hasEndpointsFlag reports whether the user gave etcdctl its endpoints,

@@ -79,6 +79,13 @@ func printStatus(cmd *cobra.Command, st *lab.ClusterStatus) {
 		t.add(m.Name, m.ID, word("state", m.State), term, index, applied, m.ClientURL, word("health", m.Health))
 	}
 	t.write(out)
+	if st.EtcdCredentials != (lab.EtcdCredentials{}) {
+		fmt.Fprintln(out)
+		fmt.Fprintln(out, i18n.T("status.etcd-credentials", st.EtcdCredentials.CACert, st.EtcdCredentials.ClientCert, st.EtcdCredentials.ClientKey))
+		if st.Runtime == lab.RuntimeDocker {
+			fmt.Fprintln(out, i18n.T("status.etcd-credentials-docker"))
+		}
+	}
 	if len(st.Alarms) > 0 {
 		fmt.Fprintln(out)
 		for _, a := range st.Alarms {

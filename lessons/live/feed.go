@@ -294,7 +294,7 @@ func (f *Feed) readStatuses() []lessons.Observation {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, err := lab.FetchStatus(f.ctx, f.hc, m.DebugURL)
+			st, err := lab.FetchStatus(f.ctx, m.HTTPClient(time.Second), m.DebugURL)
 			if err != nil {
 				answers[i] = []lessons.Observation{lessons.MemberObserved{Member: m.Name, State: lessons.MemberUnreachable}}
 				return

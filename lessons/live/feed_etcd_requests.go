@@ -20,13 +20,12 @@ import (
 // reported once, as followRequests does for the API servers.
 func (f *Feed) followEtcdRequests() {
 	since := time.Now()
-	client := &http.Client{}
 	f.wg.Add(len(f.info.Members))
 	for _, m := range f.info.Members {
 		go func() {
 			defer f.wg.Done()
 			last := since
-			f.reread("etcd request stream", "member", m.Name, func() error { return f.readEtcdRequests(client, m, &last) })
+			f.reread("etcd request stream", "member", m.Name, func() error { return f.readEtcdRequests(m.HTTPClient(0), m, &last) })
 		}()
 	}
 }

@@ -63,7 +63,13 @@ func (k *keyWatches) set(keys []string) {
 			continue
 		}
 		if k.client == nil {
+			tc, err := k.f.info.EtcdCredentials.TLS()
+			if err != nil {
+				k.f.logger.Warn("lessons feed: etcd client", "err", err)
+				return
+			}
 			cli, err := clientv3.New(clientv3.Config{
+				TLS:                  tc,
 				Endpoints:            k.f.info.EtcdEndpoints,
 				DialTimeout:          etcdDial,
 				DialKeepAliveTime:    etcdKeepalive,

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/etcd"
@@ -56,7 +55,7 @@ func (o owned) SetClock(ctx context.Context, req etcd.ClockRequest) error {
 	return setClock(ctx, o.c.Info().Members, req)
 }
 func (o owned) Put(ctx context.Context, key, value string) error {
-	return put(ctx, o.c.Info().EtcdEndpoints, key, value)
+	return put(ctx, o.c.Info(), key, value)
 }
 
 func (o owned) Close(ctx context.Context, remove bool) error {
@@ -111,7 +110,7 @@ func (a attached) SetClock(ctx context.Context, req etcd.ClockRequest) error {
 	return setClock(ctx, a.info.Members, req)
 }
 func (a attached) Put(ctx context.Context, key, value string) error {
-	return put(ctx, a.info.EtcdEndpoints, key, value)
+	return put(ctx, a.info, key, value)
 }
 func (a attached) Close(context.Context, bool) error { return nil }
 
@@ -125,8 +124,13 @@ func setClock(ctx context.Context, members []lab.MemberInfo, req etcd.ClockReque
 // put writes one key with a fresh clientv3 client: writes are rare (a key
 // press), and a fresh client never carries a stale connection to a member
 // that was killed in between.
-func put(ctx context.Context, endpoints []string, key, value string) error {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+func put(ctx context.Context, info *lab.Info, key, value string) error {
+	cfg, err := info.EtcdCredentials.ClientConfig(info.EtcdEndpoints)
+	if err != nil {
+		return i18n.Wrap(err, "ui.err.write", key)
+	}
+	cfg.DialTimeout = 2 * time.Second
+	cli, err := clientv3.New(cfg)
 	if err != nil {
 		return i18n.Wrap(err, "ui.err.write", key)
 	}

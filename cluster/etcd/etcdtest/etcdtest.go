@@ -26,17 +26,21 @@ import (
 
 	"github.com/klab-dev/klab/cluster/etcd"
 	"github.com/klab-dev/klab/cluster/etcd/fault"
+	"github.com/klab-dev/klab/cluster/pki"
 	"github.com/klab-dev/klab/internal/testenv"
 )
 
 // Cluster is a set of members started together.
 type Cluster struct {
-	t       testing.TB
-	Dir     string
-	Token   string
-	Peers   []etcd.Peer
-	Faults  *fault.Table
-	Tune    func(*etcd.Config)
+	t      testing.TB
+	Dir    string
+	Token  string
+	Peers  []etcd.Peer
+	Faults *fault.Table
+	Tune   func(*etcd.Config)
+	// PKI, set by NewTLS, is the members' etcd PKI: they serve clients
+	// and peers over TLS and require certificates from its CA.
+	PKI     *pki.EtcdPKI
 	mu      sync.Mutex
 	members []*etcd.Member
 	listen  []listenAddrs
@@ -58,12 +62,36 @@ func FreeAddr() (string, error) {
 // every member's configuration (tick interval, snapshot count, ...).
 func New(t testing.TB, n int, tune func(*etcd.Config)) *Cluster {
 	t.Helper()
+	return newCluster(t, n, tune, false)
+}
+
+// NewTLS is New with the members behind TLS as kubeadm runs them: each
+// with server and peer certificates from an etcd CA in Dir/pki/etcd, and
+// client certificates required on both ports. Client uses the
+// health-check client certificate.
+func NewTLS(t testing.TB, n int, tune func(*etcd.Config)) *Cluster {
+	t.Helper()
+	return newCluster(t, n, tune, true)
+}
+
+func newCluster(t testing.TB, n int, tune func(*etcd.Config), withTLS bool) *Cluster {
+	t.Helper()
 	// testing.Short panics outside a test binary (etcdbench runs clusters
 	// too).
 	if testing.Testing() {
 		testenv.EndToEnd(t)
 	}
 	c := &Cluster{t: t, Dir: t.TempDir(), Faults: fault.NewTable(), Tune: tune}
+	if withTLS {
+		var members []pki.EtcdMember
+		for i := 0; i < n; i++ {
+			members = append(members, pki.EtcdMember{Name: fmt.Sprintf("m%d", i+1)})
+		}
+		var err error
+		if c.PKI, err = pki.EnsureEtcd(filepath.Join(c.Dir, "pki"), members); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// A port FreeAddr found free may be taken (by another test's outgoing
 	// connection, say) before the member listens on it; then the whole
 	// cluster starts again on fresh ports, a fresh token and empty data.
@@ -101,7 +129,11 @@ func (c *Cluster) startAll(n int) error {
 			return err
 		}
 		c.listen = append(c.listen, listenAddrs{client: ca, peer: pa})
-		c.Peers = append(c.Peers, etcd.Peer{Name: fmt.Sprintf("m%d", i+1), PeerURL: "http://" + pa, ClientURL: "http://" + ca})
+		scheme := "http://"
+		if c.PKI != nil {
+			scheme = "https://"
+		}
+		c.Peers = append(c.Peers, etcd.Peer{Name: fmt.Sprintf("m%d", i+1), PeerURL: scheme + pa, ClientURL: scheme + ca})
 	}
 	c.members = make([]*etcd.Member, n)
 	var wg sync.WaitGroup
@@ -127,6 +159,19 @@ func (c *Cluster) Config(i int) etcd.Config {
 		ClientListen:   c.listen[i].client,
 		PeerListen:     c.listen[i].peer,
 		Faults:         c.Faults,
+	}
+	if c.PKI != nil {
+		name := c.Peers[i].Name
+		var err error
+		if cfg.ClientTLS, err = pki.EtcdServerTLS(c.PKI.CAFile(), c.PKI.MemberFile(name, pki.EtcdServerCertFile), c.PKI.MemberFile(name, pki.EtcdServerKeyFile)); err != nil {
+			c.t.Fatal(err)
+		}
+		if cfg.PeerTLS, err = pki.EtcdServerTLS(c.PKI.CAFile(), c.PKI.MemberFile(name, pki.EtcdPeerCertFile), c.PKI.MemberFile(name, pki.EtcdPeerKeyFile)); err != nil {
+			c.t.Fatal(err)
+		}
+		if cfg.PeerClientTLS, err = pki.EtcdClientTLS(c.PKI.CAFile(), c.PKI.MemberFile(name, pki.EtcdPeerCertFile), c.PKI.MemberFile(name, pki.EtcdPeerKeyFile)); err != nil {
+			c.t.Fatal(err)
+		}
 	}
 	if os.Getenv("KLAB_TEST_LOG") != "" {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("test", c.t.Name())
@@ -200,7 +245,14 @@ func (c *Cluster) Client(endpoints ...string) *clientv3.Client {
 	if len(endpoints) == 0 {
 		endpoints = c.Endpoints()
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cfg := clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	if c.PKI != nil {
+		var err error
+		if cfg.TLS, err = pki.EtcdClientTLS(c.PKI.CAFile(), c.PKI.HealthcheckCertFile(), c.PKI.HealthcheckKeyFile()); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	cli, err := clientv3.New(cfg)
 	if err != nil {
 		c.t.Fatal(err)
 	}

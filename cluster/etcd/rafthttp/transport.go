@@ -2,6 +2,7 @@ package rafthttp
 
 import (
 	"context"
+	"crypto/tls"
 	"io"
 	"log/slog"
 	"net"
@@ -78,6 +79,10 @@ type Config struct {
 	Logger *slog.Logger
 	// DialTimeout bounds connecting to a peer; 0 means 1s.
 	DialTimeout time.Duration
+	// TLS, if set, is what the transport presents and trusts when it dials
+	// https:// peers. A stream pays for one handshake when it opens, none
+	// per message.
+	TLS *tls.Config
 }
 
 // Defaults. The queue size is etcd's streamBufSize.
@@ -136,6 +141,7 @@ func New(cfg Config) *Transport {
 			// life; pooling them would only hand a dead connection to the
 			// next dial after a peer restarts.
 			DisableKeepAlives: true,
+			TLSClientConfig:   cfg.TLS,
 		}},
 		ctx:         ctx,
 		cancel:      cancel,

@@ -2,6 +2,7 @@ package components
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -47,7 +48,16 @@ func APIServer(ctx context.Context, ref runtime.Ref, spec runtime.APIServerSpec,
 	if err != nil {
 		return nil, err
 	}
+	var etcdTLS *tls.Config
+	if spec.EtcdCertFile != "" {
+		// kubeadm's apiserver-etcd-client: the API server's own identity
+		// to etcd, trusted through the etcd CA alone.
+		if etcdTLS, err = pki.EtcdClientTLS(spec.EtcdCAFile, spec.EtcdCertFile, spec.EtcdKeyFile); err != nil {
+			return nil, err
+		}
+	}
 	cli, err := clientv3.New(clientv3.Config{
+		TLS:         etcdTLS,
 		Endpoints:   spec.EtcdEndpoints,
 		DialTimeout: etcdDialTimeout,
 		Logger:      zap.NewNop(),

@@ -2,6 +2,7 @@ package components
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/klab-dev/klab/cluster/etcd"
 	"github.com/klab-dev/klab/cluster/etcd/fault"
+	"github.com/klab-dev/klab/cluster/pki"
 	"github.com/klab-dev/klab/cluster/runtime"
 )
 
@@ -48,13 +50,25 @@ func etcdConfig(spec runtime.EtcdSpec) (etcd.Config, error) {
 	if heartbeat < 0 || election < 5*heartbeat {
 		return etcd.Config{}, fmt.Errorf("etcd member %s: electionTimeout (%d ms) must be at least five times heartbeatInterval (%d ms)", spec.Name, election, heartbeat)
 	}
+	clientTLS, peerTLS, peerClientTLS, err := etcdTLS(spec)
+	if err != nil {
+		return etcd.Config{}, err
+	}
+	scheme := "http://"
+	if clientTLS != nil {
+		scheme = "https://"
+	}
 	peers := slices.Clone(spec.InitialCluster)
 	for i := range peers {
 		if peers[i].Name == spec.Name && peers[i].ClientURL == "" {
-			peers[i].ClientURL = "http://" + spec.ListenClient
+			peers[i].ClientURL = scheme + spec.ListenClient
 		}
 	}
 	return etcd.Config{
+		ClientTLS:         clientTLS,
+		PeerTLS:           peerTLS,
+		PeerClientTLS:     peerClientTLS,
+		MetricsListen:     spec.ListenMetrics,
 		Name:              spec.Name,
 		DataDir:           spec.DataDir,
 		ClusterToken:      spec.InitialClusterToken,
@@ -71,4 +85,29 @@ func etcdConfig(spec runtime.EtcdSpec) (etcd.Config, error) {
 		MaxRequestBytes:   spec.MaxRequestBytes,
 		QuotaBackendBytes: spec.QuotaBackendBytes,
 	}, nil
+}
+
+// etcdTLS loads the member's TLS files: all three of a port's or none.
+func etcdTLS(spec runtime.EtcdSpec) (client, peer, peerClient *tls.Config, err error) {
+	clientFiles := []string{spec.TrustedCAFile, spec.CertFile, spec.KeyFile}
+	peerFiles := []string{spec.PeerTrustedCAFile, spec.PeerCertFile, spec.PeerKeyFile}
+	for what, files := range map[string][]string{"client": clientFiles, "peer": peerFiles} {
+		if n := len(slices.DeleteFunc(slices.Clone(files), func(f string) bool { return f == "" })); n != 0 && n != 3 {
+			return nil, nil, nil, fmt.Errorf("etcd member %s: %s TLS needs a CA file, a certificate and a key; %d of them are set", spec.Name, what, n)
+		}
+	}
+	if spec.CertFile != "" {
+		if client, err = pki.EtcdServerTLS(spec.TrustedCAFile, spec.CertFile, spec.KeyFile); err != nil {
+			return nil, nil, nil, fmt.Errorf("etcd member %s: %w", spec.Name, err)
+		}
+	}
+	if spec.PeerCertFile != "" {
+		if peer, err = pki.EtcdServerTLS(spec.PeerTrustedCAFile, spec.PeerCertFile, spec.PeerKeyFile); err != nil {
+			return nil, nil, nil, fmt.Errorf("etcd member %s: %w", spec.Name, err)
+		}
+		if peerClient, err = pki.EtcdClientTLS(spec.PeerTrustedCAFile, spec.PeerCertFile, spec.PeerKeyFile); err != nil {
+			return nil, nil, nil, fmt.Errorf("etcd member %s: %w", spec.Name, err)
+		}
+	}
+	return client, peer, peerClient, nil
 }

@@ -162,6 +162,12 @@ func (r *Runtime) CreateComponent(ctx context.Context, spec runtime.ComponentSpe
 	if err != nil {
 		return fmt.Errorf("create component %s: create container %s: %w", spec.Ref, name, err)
 	}
+	if err := r.copyEtcdFiles(ctx, resp.ID, run.etcdFiles); err != nil {
+		if rmErr := r.removeContainer(ctx, resp.ID); rmErr != nil {
+			r.opts.Logger.Warn("remove a half-made component container", "component", spec.Ref, "err", rmErr)
+		}
+		return fmt.Errorf("create component %s: %w", spec.Ref, err)
+	}
 	if run.pkiDir != "" {
 		if err := r.copyPKI(ctx, resp.ID, run.pkiDir, run.withCAKey); err != nil {
 			if rmErr := r.removeContainer(ctx, resp.ID); rmErr != nil {
@@ -183,6 +189,9 @@ type componentRun struct {
 	// controller manager signs (its CSR signer), as kubeadm gives
 	// kube-controller-manager ca.key for --cluster-signing-key-file.
 	withCAKey bool
+	// etcdFiles are the etcd certificates to copy in (container path →
+	// host path): a member's own, or an API server's etcd client pair.
+	etcdFiles map[string]string
 }
 
 // commandFor returns the command of the component spec describes, `klab
@@ -193,18 +202,21 @@ func commandFor(spec runtime.ComponentSpec, nodeCIDR, serviceCIDR string) (compo
 		return componentRun{}, err
 	}
 	var (
-		name string
-		v    any
-		pki  string
+		name      string
+		v         any
+		pki       string
+		etcdFiles map[string]string
 	)
 	switch {
 	case spec.Etcd != nil:
 		s := *spec.Etcd
 		s.DataDir = etcdDataDir
+		etcdFiles = etcdMemberFiles(&s)
 		name, v = runtime.ComponentEtcd, s
 	case spec.APIServer != nil:
 		s := *spec.APIServer
 		pki, s.PKIDir = s.PKIDir, pkiInContainer
+		etcdFiles = apiServerEtcdFiles(&s)
 		name, v = runtime.ComponentAPIServer, s
 	case spec.LB != nil:
 		s := *spec.LB
@@ -249,7 +261,7 @@ func commandFor(spec runtime.ComponentSpec, nodeCIDR, serviceCIDR string) (compo
 		return componentRun{}, fmt.Errorf("encode the %s spec: %w", name, err)
 	}
 	return componentRun{cmd: []string{name, "--node", spec.Ref.Node, "--spec", string(data)}, pkiDir: pki,
-		withCAKey: spec.ControllerManager != nil}, nil
+		withCAKey: spec.ControllerManager != nil, etcdFiles: etcdFiles}, nil
 }
 
 // copyPKI copies the files of the host's PKI directory into a created
