@@ -54,6 +54,7 @@ type Kubelet struct {
 	reasons  *reasonCache
 	mirrors  *mirrorManager
 	authn    *tokenAuthenticator
+	authz    *accessAuthorizer
 	// tokens are the service-account tokens of the pods' volumes.
 	tokens *tokenManager
 
@@ -87,6 +88,7 @@ func New(cfg Config) (*Kubelet, error) {
 	k.broadcaster = broadcaster
 	k.rec.events = broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: cfg.NodeName})
 	k.authn = newTokenAuthenticator(cfg.REST, k.clock)
+	k.authz = newAccessAuthorizer(cfg.REST, cfg.NodeName, k.clock)
 	return k, nil
 }
 
