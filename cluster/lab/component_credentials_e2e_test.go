@@ -169,7 +169,8 @@ func checkSchedulerBindingRemoved(t *testing.T, ctx context.Context, cs kubernet
 	if logs != nil {
 		want := `User "system:kube-scheduler" cannot`
 		deadline := time.Now().Add(60 * time.Second)
-		for !strings.Contains(logs(), want) {
+		// klog quotes the error inside its structured line (err="...\"...").
+		for !strings.Contains(strings.ReplaceAll(logs(), `\"`, `"`), want) {
 			if time.Now().After(deadline) {
 				t.Fatalf("the scheduler's logs never show upstream's 403 (%q):\n%s", want, tail(logs(), 3000))
 			}
