@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/klab-dev/klab/cluster/apiserver/auth"
 	"github.com/klab-dev/klab/cluster/internal/componentbase"
 	"github.com/klab-dev/klab/cluster/internal/eventstream"
 )
@@ -21,6 +22,16 @@ type RequestEvent struct {
 	Name        string    `json:"name,omitempty"`
 	Path        string    `json:"path,omitempty"`
 	User        string    `json:"user"`
+	// Groups are the user's groups, as authentication found them.
+	Groups []string `json:"groups,omitempty"`
+	// Decision and Reason are the authorization's, as upstream's audit
+	// annotations authorization.k8s.io/decision ("allow" or "forbid")
+	// and authorization.k8s.io/reason give them: the RBAC binding that
+	// allowed the request, or, for a forbidden one, usually none. Both
+	// are empty for a request never authorized (a public path such as
+	// /healthz, or one without valid credentials).
+	Decision string `json:"decision,omitempty"`
+	Reason   string `json:"reason,omitempty"`
 	// UserAgent is the client's, as it sent it: kubectl's, a
 	// component's, or one of klab's own observers' (klab-tui,
 	// klab-lessons).
@@ -29,6 +40,23 @@ type RequestEvent struct {
 	LatencyMS float64 `json:"latencyMs"`
 	// Revision is the etcd revision the response was read or written at.
 	Revision int64 `json:"revision,omitempty"`
+}
+
+// Authorization decisions as the request stream and upstream's audit
+// annotation authorization.k8s.io/decision name them.
+const (
+	DecisionAllow  = "allow"
+	DecisionForbid = "forbid"
+)
+
+// authzOutcome is what authorization decided about a request.
+type authzOutcome struct{ decision, reason string }
+
+func newAuthzOutcome(d auth.Decision, reason string) authzOutcome {
+	if d == auth.DecisionAllow {
+		return authzOutcome{decision: DecisionAllow, reason: reason}
+	}
+	return authzOutcome{decision: DecisionForbid, reason: reason}
 }
 
 // requestLogSize is how many recent requests a new reader of the stream

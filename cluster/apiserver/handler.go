@@ -25,6 +25,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 	info := parseRequestInfo(r)
 	user, authenticated := s.authenticate(r)
+	// authz is the authorization decision and its reason, for the request
+	// stream; empty for requests that were never authorized (public
+	// paths, 401s).
+	var authz authzOutcome
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -33,7 +37,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			componentbase.LogPanic(s.cfg.Logger, r.Method+" "+r.URL.Path, p)
 			writeError(rec, r, apierrors.NewInternalError(fmt.Errorf("panic serving %s %s: %v", r.Method, r.URL.Path, p)))
 		}
-		s.requests.Publish(newRequestEvent(info, user.Name, r.UserAgent(), rec.code, time.Since(start), rec.Header().Get(headerRevision)))
+		ev := newRequestEvent(info, user.Name, r.UserAgent(), rec.code, time.Since(start), rec.Header().Get(headerRevision))
+		if authenticated {
+			ev.Groups = user.Groups
+		}
+		ev.Decision, ev.Reason = authz.decision, authz.reason
+		s.requests.Publish(ev)
 	}()
 	if !longRunning(info) {
 		timeout, err := requestTimeout(r)
@@ -63,7 +72,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		user = impersonated
 	}
 	attrs := attributes(user, info)
-	if decision, _ := s.authz.Authorize(attrs); decision != auth.DecisionAllow {
+	decision, reason := s.authz.Authorize(attrs)
+	authz = newAuthzOutcome(decision, reason)
+	if decision != auth.DecisionAllow {
 		writeError(rec, r, forbidden(info, attrs))
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -20,15 +21,9 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// systemMasters is the group the kubelet lets in. Upstream asks the API
-// server (SubjectAccessReview) whether the user may use nodes/proxy; klab
-// allows the group that upstream's API server uses for its own client
-// certificate to kubelets.
-const systemMasters = "system:masters"
-
-// How long token reviews are remembered (upstream's webhook token cache
-// keeps answers for minutes; klab keeps them briefly so a revoked token
-// stops working soon).
+// How long token reviews and access reviews are remembered (upstream's
+// webhook caches keep answers for minutes; klab keeps them briefly so a
+// revoked token or a removed binding takes effect soon).
 const (
 	authCacheTTL     = 10 * time.Second
 	authFailCacheTTL = 2 * time.Second
@@ -147,5 +142,105 @@ func bearerToken(header string) (string, bool) {
 	return token, token != ""
 }
 
-// allowed is klab's authorization of kubelet API requests.
-func allowed(u authenticationv1.UserInfo) bool { return slices.Contains(u.Groups, systemMasters) }
+// accessAuthorizer decides kubelet API requests as upstream's kubelet
+// does with --authorization-mode=Webhook: it asks the API server, with a
+// SubjectAccessReview sent as the node (whose system:node role may create
+// them), whether the user may <verb> the nodes/<subresource> of this node.
+type accessAuthorizer struct {
+	node  string
+	clock clock.Clock
+	// review is swapped out by tests.
+	review func(ctx context.Context, attrs accessAttributes) (allowed bool, reason string, err error)
+
+	mu    sync.Mutex
+	cache map[string]accessEntry
+}
+
+// accessAttributes are what a kubelet API request is authorized as.
+type accessAttributes struct {
+	user        authenticationv1.UserInfo
+	verb        string
+	subresource string
+}
+
+type accessEntry struct {
+	allowed bool
+	reason  string
+	expires time.Time
+}
+
+func newAccessAuthorizer(cfg *rest.Config, node string, clk clock.Clock) *accessAuthorizer {
+	a := &accessAuthorizer{node: node, clock: clk, cache: map[string]accessEntry{}}
+	a.review = func(ctx context.Context, attrs accessAttributes) (bool, string, error) {
+		return a.subjectAccessReview(ctx, cfg, attrs)
+	}
+	return a
+}
+
+func (a *accessAuthorizer) subjectAccessReview(ctx context.Context, cfg *rest.Config, attrs accessAttributes) (bool, string, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return false, "", fmt.Errorf("access review client: %w", err)
+	}
+	extra := map[string]authorizationv1.ExtraValue{}
+	for k, v := range attrs.user.Extra {
+		extra[k] = authorizationv1.ExtraValue(v)
+	}
+	review, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+		Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: attrs.user.Username, UID: attrs.user.UID, Groups: attrs.user.Groups, Extra: extra,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Verb: attrs.verb, Resource: "nodes", Subresource: attrs.subresource, Name: a.node,
+			},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return false, "", fmt.Errorf("subject access review: %w", err)
+	}
+	return review.Status.Allowed, review.Status.Reason, nil
+}
+
+// authorize reports whether attrs are allowed. Answers are cached; a
+// failure to reach the API server is not, and denies.
+func (a *accessAuthorizer) authorize(ctx context.Context, attrs accessAttributes) (bool, string, error) {
+	key := strings.Join([]string{attrs.user.Username, attrs.user.UID, strings.Join(attrs.user.Groups, ","), attrs.verb, attrs.subresource}, "\x00")
+	now := a.clock.Now()
+	a.mu.Lock()
+	e, ok := a.cache[key]
+	a.mu.Unlock()
+	if ok && now.Before(e.expires) {
+		return e.allowed, e.reason, nil
+	}
+	allowed, reason, err := a.review(ctx, attrs)
+	if err != nil {
+		return false, "", err
+	}
+	ttl := authCacheTTL
+	if !allowed {
+		ttl = authFailCacheTTL
+	}
+	a.mu.Lock()
+	for k, old := range a.cache {
+		if now.After(old.expires) {
+			delete(a.cache, k)
+		}
+	}
+	a.cache[key] = accessEntry{allowed: allowed, reason: reason, expires: now.Add(ttl)}
+	a.mu.Unlock()
+	return allowed, reason, nil
+}
+
+// requestVerb is the verb upstream's kubelet authorizes an HTTP method as.
+func requestVerb(method string) string {
+	switch method {
+	case http.MethodPost:
+		return "create"
+	case http.MethodPut:
+		return "update"
+	case http.MethodPatch:
+		return "patch"
+	case http.MethodDelete:
+		return "delete"
+	}
+	return "get"
+}

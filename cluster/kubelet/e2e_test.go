@@ -181,17 +181,53 @@ func TestKubeletAgainstAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("the API server's kubelet client certificate is authorized by a SubjectAccessReview", func(t *testing.T) {
+		cert, err := tc.pki.KubeletClientCertificate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: tc.pki.CertPool(), Certificates: []tls.Certificate{cert}}}}
+		resp, err := client.Get("https://" + k.Addr() + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d (%s), want 200: kubeadm:cluster-admins is bound to cluster-admin", resp.StatusCode, body)
+		}
+		// Without the binding kubeadm creates, the same certificate is
+		// refused once the kubelet's cached answer expires.
+		ctx := context.Background()
+		if err := tc.admin.RbacV1().ClusterRoleBindings().Delete(ctx, "kubeadm:cluster-admins", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		k.authz.mu.Lock()
+		clear(k.authz.cache)
+		k.authz.mu.Unlock()
+		eventually(t, "403 for the kubelet client certificate", func() (bool, string) {
+			resp, err := client.Get("https://" + k.Addr() + "/healthz")
+			if err != nil {
+				return false, err.Error()
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusForbidden &&
+				strings.Contains(string(body), "Forbidden (user=kube-apiserver-kubelet-client, verb=get, resource=nodes, subresource(s)=[healthz])"), fmt.Sprint(resp.StatusCode, " ", string(body))
+		})
+	})
+
 	t.Run("kubelet API authenticates and authorizes", func(t *testing.T) {
 		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: tc.pki.CertPool()}}}
 		adminToken, _ := tc.pki.Token(auth.AdminUser)
-		nodeToken, _ := tc.pki.Token(auth.NodeUser(testNode))
+		viewerToken, _ := tc.pki.Token(auth.ViewerUser)
 		tests := []struct {
 			name, token string
 			want        int
 		}{
 			{"no token", "", http.StatusUnauthorized},
 			{"unknown token", "not-a-token", http.StatusUnauthorized},
-			{"node user is not system:masters", nodeToken, http.StatusForbidden},
+			{"the viewer may not use nodes/proxy", viewerToken, http.StatusForbidden},
 			{"admin", adminToken, http.StatusOK},
 		}
 		for _, tt := range tests {

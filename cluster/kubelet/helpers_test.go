@@ -71,8 +71,8 @@ func startAPIServer(t *testing.T) *testCluster {
 	}
 	srv, err := apiserver.New(apiserver.Config{
 		Name: "apiserver-kubelet-test", Etcd: c.Etcd.Client(), Listen: addr, TLS: tlsCfg,
-		Authenticator: authn,
-		KubeletCA:     c.PKI.CertPool(), KubeletClientCert: &kubeletCert,
+		Authenticator: authn, ClientCA: c.PKI.CertPool(),
+		KubeletCA: c.PKI.CertPool(), KubeletClientCert: &kubeletCert,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -92,8 +92,24 @@ func startAPIServer(t *testing.T) *testCluster {
 	return tc
 }
 
+// restConfig is user's client configuration: a token of the token file,
+// or a component's client certificate as a cluster's kubelet holds one.
 func (tc *testCluster) restConfig(user string) *rest.Config {
-	cfg, err := tc.pki.RESTConfig("test", tc.url, user)
+	var cfg *rest.Config
+	var err error
+	if _, ok := tc.pki.Token(user); ok {
+		cfg, err = tc.pki.RESTConfig("test", tc.url, user)
+	} else if id, ok := pki.ClientIdentity(user); ok {
+		dir := filepath.Join(tc.t.TempDir(), "credentials")
+		if err = tc.pki.EnsureComponentCredentials(dir, id); err == nil {
+			var creds *pki.ComponentCredentials
+			if creds, err = pki.LoadComponentCredentials(dir); err == nil {
+				cfg, err = creds.RESTConfig(tc.url)
+			}
+		}
+	} else {
+		err = fmt.Errorf("no credentials for %q", user)
+	}
 	if err != nil {
 		tc.t.Fatal(err)
 	}

@@ -56,6 +56,7 @@ type Kubelet struct {
 	// stats keeps the previous CPU readings of /stats/summary.
 	stats *statsCache
 	authn *tokenAuthenticator
+	authz *accessAuthorizer
 	// tokens are the service-account tokens of the pods' volumes.
 	tokens *tokenManager
 
@@ -89,6 +90,7 @@ func New(cfg Config) (*Kubelet, error) {
 	k.broadcaster = broadcaster
 	k.rec.events = broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: cfg.NodeName})
 	k.authn = newTokenAuthenticator(cfg.REST, k.clock)
+	k.authz = newAccessAuthorizer(cfg.REST, cfg.NodeName, k.clock)
 	return k, nil
 }
 

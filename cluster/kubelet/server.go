@@ -33,9 +33,11 @@ func (k *Kubelet) handler() http.Handler {
 	return k.withAuth(mux)
 }
 
-// withAuth lets in requests of a system:masters user, known by a client
-// certificate the cluster CA signed or by a bearer token; others get 401
-// (no or unknown credentials) or 403, with upstream's texts.
+// withAuth authenticates a request by a client certificate the cluster CA
+// signed or by a bearer token, then authorizes it with a
+// SubjectAccessReview for nodes/<subresource> of this node, as upstream's
+// kubelet in webhook mode: no or unknown credentials get 401, a denied
+// request 403, with upstream's texts.
 func (k *Kubelet) withAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, ok, err := certificateUser(r)
@@ -54,8 +56,17 @@ func (k *Kubelet) withAuth(next http.Handler) http.Handler {
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
 			return
 		}
-		if !allowed(user) {
-			msg := fmt.Sprintf("Forbidden (user=%s, verb=%s, resource=%s, subresource(s)=[%s])", user.Username, "get", "nodes", subresource(r.URL.Path))
+		attrs := accessAttributes{user: user, verb: requestVerb(r.Method), subresource: subresource(r.URL.Path)}
+		allowed, reason, err := k.authz.authorize(r.Context(), attrs)
+		if err != nil {
+			// Upstream answers 500 when the review cannot be made.
+			k.log.Warn("authorization error", "user", user.Username, "verb", attrs.verb, "subresource", attrs.subresource, "err", err)
+			http.Error(w, fmt.Sprintf("Authorization error (user=%s, verb=%s, resource=%s, subresource=%s)", user.Username, attrs.verb, "nodes", attrs.subresource), http.StatusInternalServerError)
+			return
+		}
+		if !allowed {
+			k.log.Info("forbidden", "user", user.Username, "verb", attrs.verb, "subresource", attrs.subresource, "reason", reason)
+			msg := fmt.Sprintf("Forbidden (user=%s, verb=%s, resource=%s, subresource(s)=[%s])", user.Username, attrs.verb, "nodes", attrs.subresource)
 			http.Error(w, msg, http.StatusForbidden)
 			return
 		}

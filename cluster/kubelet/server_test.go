@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,13 +27,24 @@ func stubAuthenticator(fx *fixture, reviews *int) *tokenAuthenticator {
 		*reviews++
 		switch token {
 		case "admin-token":
-			return authenticationv1.UserInfo{Username: "kubernetes-admin", Groups: []string{systemMasters, "system:authenticated"}}, nil
+			return authenticationv1.UserInfo{Username: "kubernetes-admin", Groups: []string{"system:masters", "system:authenticated"}}, nil
 		case "viewer-token":
 			return authenticationv1.UserInfo{Username: "klab-viewer", Groups: []string{"klab:viewers", "system:authenticated"}}, nil
 		case "down":
 			return authenticationv1.UserInfo{}, errors.New("connection refused")
 		}
 		return authenticationv1.UserInfo{}, errUnauthenticated
+	}
+	return a
+}
+
+// stubAuthorizer allows system:masters alone, as the default policy's
+// cluster-admin binding would, and records what it was asked.
+func stubAuthorizer(fx *fixture, asked *[]accessAttributes) *accessAuthorizer {
+	a := newAccessAuthorizer(fx.k.cfg.REST, fx.k.cfg.NodeName, fx.clock)
+	a.review = func(_ context.Context, attrs accessAttributes) (bool, string, error) {
+		*asked = append(*asked, attrs)
+		return slices.Contains(attrs.user.Groups, "system:masters"), "", nil
 	}
 	return a
 }
@@ -51,6 +63,8 @@ func TestAuthentication(t *testing.T) {
 	fx := newFixture(t, critest.Options{})
 	reviews := 0
 	fx.k.authn = stubAuthenticator(fx, &reviews)
+	var asked []accessAttributes
+	fx.k.authz = stubAuthorizer(fx, &asked)
 	h := fx.k.handler()
 	tests := []struct {
 		name, token string
@@ -71,6 +85,15 @@ func TestAuthentication(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("asks for nodes/<subresource> by method", func(t *testing.T) {
+		asked = nil
+		fx.clock.Step(time.Minute)
+		serve(h, "viewer-token", "/containerLogs/default/p/c")
+		if len(asked) != 1 || asked[0].verb != "get" || asked[0].subresource != "proxy" || asked[0].user.Username != "klab-viewer" {
+			t.Errorf("asked %+v, want one get nodes/proxy for klab-viewer", asked)
+		}
+	})
 
 	t.Run("answers are cached briefly", func(t *testing.T) {
 		reviews = 0
@@ -107,6 +130,8 @@ func newLogFixture(t *testing.T) *logFixture {
 	fx := newFixture(t, critest.Options{})
 	reviews := 0
 	fx.k.authn = stubAuthenticator(fx, &reviews)
+	var asked []accessAttributes
+	fx.k.authz = stubAuthorizer(fx, &asked)
 	fx.k.podInformer = newPodInformer(fx.client, testNode)
 	pod := fx.create(testPod("web", appImage, nil))
 	fx.k.podInformer.GetStore().Add(pod)
@@ -212,6 +237,8 @@ func TestContainerLogsWaiting(t *testing.T) {
 	fx := newFixture(t, critest.Options{})
 	reviews := 0
 	fx.k.authn = stubAuthenticator(fx, &reviews)
+	var asked []accessAttributes
+	fx.k.authz = stubAuthorizer(fx, &asked)
 	fx.k.podInformer = newPodInformer(fx.client, testNode)
 	pod := fx.create(testPod("web", "remote/app:v2", nil))
 	fx.k.podInformer.GetStore().Add(pod)

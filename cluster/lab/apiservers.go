@@ -90,9 +90,11 @@ func (b *bringUp) lbSpec(n runtime.Node) (runtime.ComponentSpec, error) {
 	for _, m := range b.masters {
 		backends = append(backends, hostPort(m, "apiserver"))
 	}
-	return runtime.ComponentSpec{LB: &runtime.LBSpec{
-		Listen: hostPort(n, "apiserver"), Backends: backends, PKIDir: filepath.Join(b.c.dir, pkiDirName),
-	}}, nil
+	dir, err := b.trustOnlyDir(n, runtime.ComponentLB)
+	if err != nil {
+		return runtime.ComponentSpec{}, err
+	}
+	return runtime.ComponentSpec{LB: &runtime.LBSpec{Listen: hostPort(n, "apiserver"), Backends: backends, PKIDir: dir}}, nil
 }
 
 // writeKubeconfigs writes the admin's and the viewer's kubeconfigs,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -35,23 +34,23 @@ const nodeImage = "klab/node:latest"
 // DefaultNodesReadyTimeout bounds the wait for every node to be Ready.
 const DefaultNodesReadyTimeout = 60 * time.Second
 
-func (b *bringUp) clientSpec(server string) runtime.ClientSpec {
-	return runtime.ClientSpec{Cluster: b.c.spec.Name, APIServer: server, PKIDir: filepath.Join(b.c.dir, pkiDirName), Speed: b.c.spec.Speed}
-}
-
 // schedulerSpec and controllerManagerSpec describe master n's scheduler
 // and controller manager, each talking to its own master's API server as
 // kubeadm sets them up; they elect their leaders among themselves.
 func (b *bringUp) schedulerSpec(n runtime.Node) (runtime.ComponentSpec, error) {
-	return runtime.ComponentSpec{Scheduler: &runtime.SchedulerSpec{
-		ClientSpec: b.clientSpec("https://" + hostPort(n, "apiserver")), DebugListen: hostPort(n, "scheduler"),
-	}}, nil
+	client, err := b.clientSpec("https://"+hostPort(n, "apiserver"), n, runtime.ComponentScheduler, auth.KubeScheduler)
+	if err != nil {
+		return runtime.ComponentSpec{}, err
+	}
+	return runtime.ComponentSpec{Scheduler: &runtime.SchedulerSpec{ClientSpec: client, DebugListen: hostPort(n, "scheduler")}}, nil
 }
 
 func (b *bringUp) controllerManagerSpec(n runtime.Node) (runtime.ComponentSpec, error) {
-	return runtime.ComponentSpec{ControllerManager: &runtime.ControllerManagerSpec{
-		ClientSpec: b.clientSpec("https://" + hostPort(n, "apiserver")), DebugListen: hostPort(n, "controller-manager"),
-	}}, nil
+	client, err := b.clientSpec("https://"+hostPort(n, "apiserver"), n, runtime.ComponentControllerManager, auth.KubeControllerManager)
+	if err != nil {
+		return runtime.ComponentSpec{}, err
+	}
+	return runtime.ComponentSpec{ControllerManager: &runtime.ControllerManagerSpec{ClientSpec: client, DebugListen: hostPort(n, "controller-manager")}}, nil
 }
 
 // podCIDR is the range node n's pods take their addresses from: the one
@@ -76,8 +75,12 @@ func (b *bringUp) kubeletSpec(n runtime.Node) (runtime.ComponentSpec, error) {
 	if err != nil {
 		return runtime.ComponentSpec{}, err
 	}
+	client, err := b.clientSpec(b.server(), n, runtime.ComponentKubelet, auth.NodeUser(n.Name))
+	if err != nil {
+		return runtime.ComponentSpec{}, err
+	}
 	spec := &runtime.KubeletSpec{
-		ClientSpec: b.clientSpec(b.server()), Listen: hostPort(n, "kubelet"), NodeIP: n.Host, PodCIDR: cidr,
+		ClientSpec: client, Listen: hostPort(n, "kubelet"), NodeIP: n.Host, PodCIDR: cidr,
 		ControlPlane: n.Role == runtime.RoleMaster, CPU: nodeCPU, Memory: nodeMemory, Pods: nodePods,
 	}
 	if n.Role == runtime.RoleMaster {

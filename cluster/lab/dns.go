@@ -47,8 +47,12 @@ func (b *bringUp) dnsTitle() i18n.Message {
 // dnsSpec describes master n's cluster DNS server, on CoreDNS's ports of
 // the master's address.
 func (b *bringUp) dnsSpec(n runtime.Node) (runtime.ComponentSpec, error) {
+	client, err := b.clientSpec(b.server(), n, runtime.ComponentDNS, auth.CoreDNS)
+	if err != nil {
+		return runtime.ComponentSpec{}, err
+	}
 	return runtime.ComponentSpec{DNS: &runtime.DNSSpec{
-		ClientSpec: b.clientSpec(b.server()), Listen: hostPort(n, "dns"), MetricsListen: hostPort(n, "dns-metrics"),
+		ClientSpec: client, Listen: hostPort(n, "dns"), MetricsListen: hostPort(n, "dns-metrics"),
 	}}, nil
 }
 

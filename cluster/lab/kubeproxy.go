@@ -55,8 +55,12 @@ func (b *bringUp) kubeProxySpec(n runtime.Node) (runtime.ComponentSpec, error) {
 	if err != nil {
 		return runtime.ComponentSpec{}, err
 	}
+	client, err := b.clientSpec(b.server(), n, runtime.ComponentKubeProxy, auth.KubeProxy)
+	if err != nil {
+		return runtime.ComponentSpec{}, err
+	}
 	return runtime.ComponentSpec{KubeProxy: &runtime.KubeProxySpec{
-		ClientSpec: b.clientSpec(b.server()), Listen: hostPort(n, "proxy"), NodeIP: n.Host, PodCIDR: cidr,
+		ClientSpec: client, Listen: hostPort(n, "proxy"), NodeIP: n.Host, PodCIDR: cidr,
 	}}, nil
 }
 

@@ -23,29 +23,45 @@ type Identity struct {
 // tokenBytes is the length of a token before hex encoding.
 const tokenBytes = 32
 
-// wantedIdentities lists the users a cluster with these nodes has, without
-// tokens. The names are the ones klab's authorizer binds roles to.
+// wantedIdentities lists the users of tokens.csv, without tokens: klab's
+// own users, the admin and the viewer. The components authenticate with
+// client certificates of their own (see [PKI.EnsureComponentCredentials]),
+// so that the token file, which the API server alone holds, grants
+// nothing to a component that is not its own. nodes are only checked, for
+// the names of the kubelets' certificates.
 func wantedIdentities(nodes []string) ([]Identity, error) {
 	ids := []Identity{
 		{Name: auth.AdminUser, Groups: []string{auth.SystemPrivilegedGroup}},
 		{Name: auth.ViewerUser, Groups: []string{auth.ViewersGroup}},
-		{Name: auth.KubeScheduler},
-		{Name: auth.KubeControllerManager},
-		{Name: auth.KubeProxy},
-		{Name: auth.CoreDNS, Groups: []string{auth.ServiceAccountsGroup, auth.ServiceAccountsGroup + ":kube-system"}},
 	}
 	seen := make(map[string]bool)
 	for _, node := range nodes {
-		if node == "" || strings.ContainsAny(node, ",\"\r\n") {
+		if node == "" || strings.ContainsAny(node, ",\"\r\n/") {
 			return nil, fmt.Errorf("bad node name %q", node)
 		}
 		if seen[node] {
 			return nil, fmt.Errorf("node %q given twice", node)
 		}
 		seen[node] = true
-		ids = append(ids, Identity{Name: auth.NodeUser(node), Groups: []string{auth.NodesGroup}})
 	}
 	return ids, nil
+}
+
+// ClientIdentity returns the identity of a klab component's user name
+// (auth.KubeScheduler, auth.NodeUser("worker-1"), ...) as its client
+// certificate carries it; ok is false for a name that is no component's.
+func ClientIdentity(user string) (id ComponentIdentity, ok bool) {
+	switch {
+	case user == auth.KubeScheduler, user == auth.KubeProxy:
+		return ComponentIdentity{User: user}, true
+	case user == auth.KubeControllerManager:
+		return ComponentIdentity{User: user, WithCAKey: true}, true
+	case user == auth.CoreDNS:
+		return ComponentIdentity{User: user, Groups: []string{auth.ServiceAccountsGroup, auth.ServiceAccountsGroup + ":kube-system"}}, true
+	case strings.HasPrefix(user, auth.NodeUserPrefix) && len(user) > len(auth.NodeUserPrefix):
+		return ComponentIdentity{User: user, Groups: []string{auth.NodesGroup}}, true
+	}
+	return ComponentIdentity{}, false
 }
 
 // ensureTokens gives each wanted identity the token and UID it already has

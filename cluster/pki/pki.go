@@ -9,8 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
+	"github.com/klab-dev/klab/cluster/apiserver/auth"
 	"github.com/klab-dev/klab/internal/atomicfile"
 )
 
@@ -286,10 +288,13 @@ func (p *PKI) CertPool() *x509.CertPool {
 }
 
 // Upstream's identity for the API server's client certificate to kubelets
-// (kubeadm's apiserver-kubelet-client.crt): a user in system:masters.
+// (kubeadm's apiserver-kubelet-client.crt): since Kubernetes 1.29 kubeadm
+// puts it in kubeadm:cluster-admins, bound to cluster-admin by the
+// ClusterRoleBinding of that name, rather than in system:masters, which
+// no RBAC change can take away.
 const (
 	KubeletClientCommonName = "kube-apiserver-kubelet-client"
-	KubeletClientGroup      = "system:masters"
+	KubeletClientGroup      = auth.ClusterAdminsGroup
 )
 
 // ensureKubeletClientCert keeps apiserver-kubelet-client.crt and .key: a
@@ -298,7 +303,8 @@ func (p *PKI) ensureKubeletClientCert(now time.Time) error {
 	certPEM, certErr := os.ReadFile(p.path(KubeletClientCertFile))
 	keyPEM, keyErr := os.ReadFile(p.path(KubeletClientKeyFile))
 	if certErr == nil && keyErr == nil {
-		if cert, err := p.checkKubeletClientCert(certPEM, keyPEM); err == nil && now.Add(renewBefore).Before(cert.NotAfter) {
+		if cert, err := p.checkKubeletClientCert(certPEM, keyPEM); err == nil && now.Add(renewBefore).Before(cert.NotAfter) &&
+			slices.Equal(cert.Subject.Organization, []string{KubeletClientGroup}) {
 			p.kubeletClientCertPEM, p.kubeletClientKeyPEM = certPEM, keyPEM
 			return nil
 		}

@@ -117,12 +117,6 @@ func TestEnsureCreates(t *testing.T) {
 	want := []who{
 		{"kubernetes-admin", []string{"system:masters"}},
 		{"klab-viewer", []string{"klab:viewers"}},
-		{"system:kube-scheduler", nil},
-		{"system:kube-controller-manager", nil},
-		{"system:kube-proxy", nil},
-		{"system:serviceaccount:kube-system:coredns", []string{"system:serviceaccounts", "system:serviceaccounts:kube-system"}},
-		{"system:node:master-1", []string{"system:nodes"}},
-		{"system:node:worker-1", []string{"system:nodes"}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("identities:\n got %v\nwant %v", got, want)
@@ -212,19 +206,12 @@ func TestEnsureNodesChange(t *testing.T) {
 	first := ensure(t, dir, testHosts, []string{"master-1", "worker-1"})
 	second := ensure(t, dir, testHosts, []string{"master-1", "worker-2"})
 
-	for _, name := range []string{auth.AdminUser, auth.ViewerUser, auth.KubeScheduler, auth.NodeUser("master-1")} {
+	for _, name := range []string{auth.AdminUser, auth.ViewerUser} {
 		a, _ := first.Token(name)
 		b, ok := second.Token(name)
 		if !ok || a != b {
 			t.Errorf("token of %s changed or vanished", name)
 		}
-	}
-	if _, ok := second.Token(auth.NodeUser("worker-1")); ok {
-		t.Error("worker-1, no longer a node, kept its token")
-	}
-	w2, ok := second.Token(auth.NodeUser("worker-2"))
-	if !ok || w2 == "" {
-		t.Error("new node worker-2 got no token")
 	}
 	if !bytes.Equal(first.CAPEM, second.CAPEM) {
 		t.Error("a node change replaced the CA")
@@ -293,7 +280,7 @@ func TestEnsureRefusesToReplaceStoredState(t *testing.T) {
 				_, err = f.WriteString("only-a-token\n")
 				return err
 			},
-			wantErr: "tokens.csv:9: token file must have at least 3 columns",
+			wantErr: "tokens.csv:3: token file must have at least 3 columns",
 		},
 	}
 	for _, tt := range tests {

@@ -316,7 +316,9 @@ type ClientSpec struct {
 	Cluster string `json:"cluster"`
 	// APIServer is the URL ("https://host:6443") the component talks to.
 	APIServer string `json:"apiServer"`
-	// PKIDir holds the CA and the tokens; the component takes its own.
+	// PKIDir is the component's own credentials directory
+	// (pki.EnsureComponentCredentials): the CA, its client certificate,
+	// and what else that component alone needs.
 	PKIDir string `json:"pkiDir"`
 	// Speed divides Kubernetes' timings.
 	Speed float64 `json:"speed"`
@@ -434,7 +436,8 @@ type LBSpec struct {
 	Listen string `json:"listen"`
 	// Backends are the API servers' host:port.
 	Backends []string `json:"backends"`
-	// PKIDir holds the CA the health checks verify API servers with.
+	// PKIDir holds the CA the health checks verify API servers with (a
+	// component credentials directory will do: it reads only ca.crt).
 	PKIDir string `json:"pkiDir"`
 }
 

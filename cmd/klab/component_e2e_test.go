@@ -76,16 +76,29 @@ func TestComponentEntrypoints(t *testing.T) {
 	// The load balancer forwards to the API server; its node is none of
 	// the cluster's but it takes --node all the same.
 	lbAddr := freeAddr(t)
-	lb := startSpecComponent(t, nil, runtime.ComponentLB, "lb", runtime.LBSpec{Listen: lbAddr, Backends: []string{apiAddr}, PKIDir: p.Dir})
+	lbDir := filepath.Join(dir, "credentials", "lb")
+	if err := p.EnsureTrustOnly(lbDir); err != nil {
+		t.Fatal(err)
+	}
+	lb := startSpecComponent(t, nil, runtime.ComponentLB, "lb", runtime.LBSpec{Listen: lbAddr, Backends: []string{apiAddr}, PKIDir: lbDir})
 	lb.waitLine(t, "lb/lb running")
 	checkReadyz(t, https, lbAddr)
 
 	server := "https://" + apiAddr
-	client := runtime.ClientSpec{Cluster: "e2e", APIServer: server, PKIDir: p.Dir, Speed: 1}
-	sched := startSpecComponent(t, nil, runtime.ComponentScheduler, "master-1", runtime.SchedulerSpec{ClientSpec: client, DebugListen: freeAddr(t)})
-	cm := startSpecComponent(t, nil, runtime.ComponentControllerManager, "master-1", runtime.ControllerManagerSpec{ClientSpec: client, DebugListen: freeAddr(t)})
+	// Each component its own credentials, as a cluster's runtime gives them.
+	client := func(user string) runtime.ClientSpec {
+		id, _ := pki.ClientIdentity(user)
+		id.ServingHosts = []string{"127.0.0.1"}
+		creds := filepath.Join(dir, "credentials", strings.ReplaceAll(user, ":", "_"))
+		if err := p.EnsureComponentCredentials(creds, id); err != nil {
+			t.Fatal(err)
+		}
+		return runtime.ClientSpec{Cluster: "e2e", APIServer: server, PKIDir: creds, Speed: 1}
+	}
+	sched := startSpecComponent(t, nil, runtime.ComponentScheduler, "master-1", runtime.SchedulerSpec{ClientSpec: client(auth.KubeScheduler), DebugListen: freeAddr(t)})
+	cm := startSpecComponent(t, nil, runtime.ComponentControllerManager, "master-1", runtime.ControllerManagerSpec{ClientSpec: client(auth.KubeControllerManager), DebugListen: freeAddr(t)})
 	kubelet := startSpecComponent(t, []string{testPodsEnv + "=critest"}, runtime.ComponentKubelet, "worker-1", runtime.KubeletSpec{
-		ClientSpec: client, Listen: freeAddr(t), NodeIP: "127.0.0.1", CPU: "2", Memory: "1Gi", Pods: 17,
+		ClientSpec: client(auth.NodeUser("worker-1")), Listen: freeAddr(t), NodeIP: "127.0.0.1", CPU: "2", Memory: "1Gi", Pods: 17,
 	})
 	sched.waitLine(t, "master-1/kube-scheduler running")
 	cm.waitLine(t, "master-1/kube-controller-manager running")

@@ -6,7 +6,9 @@ package apiservertest
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,11 +137,19 @@ func (c *Cluster) Stop(i int) {
 // URL returns server i's address.
 func (c *Cluster) URL(i int) string { return "https://" + c.configs[i].Listen }
 
-// Config returns a client configuration for server i as user (a name from
-// the PKI: auth.AdminUser, auth.ViewerUser, ...).
+// Config returns a client configuration for server i as user: a bearer
+// token for a user of the token file (auth.AdminUser, auth.ViewerUser), a
+// client certificate for a component's user (auth.KubeScheduler,
+// auth.NodeUser("node-1"), ...), as a klab cluster's components hold.
 func (c *Cluster) Config(i int, user string) *rest.Config {
 	c.t.Helper()
-	cfg, err := c.PKI.RESTConfig(c.Name, c.URL(i), user)
+	var cfg *rest.Config
+	var err error
+	if _, ok := c.PKI.Token(user); ok {
+		cfg, err = c.PKI.RESTConfig(c.Name, c.URL(i), user)
+	} else {
+		cfg, err = c.componentConfig(c.URL(i), user)
+	}
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -166,4 +176,22 @@ func (c *Cluster) WriteKubeconfig(i int, user string) string {
 		c.t.Fatal(err)
 	}
 	return path
+}
+
+// componentConfig is the client configuration of a component's user, from
+// credentials issued as a klab cluster issues them.
+func (c *Cluster) componentConfig(server, user string) (*rest.Config, error) {
+	id, ok := pki.ClientIdentity(user)
+	if !ok {
+		return nil, fmt.Errorf("apiservertest: %q is neither a user of the token file nor a component", user)
+	}
+	dir := filepath.Join(c.PKI.Dir, "..", "components", strings.ReplaceAll(user, ":", "_"))
+	if err := c.PKI.EnsureComponentCredentials(dir, id); err != nil {
+		return nil, err
+	}
+	creds, err := pki.LoadComponentCredentials(dir)
+	if err != nil {
+		return nil, err
+	}
+	return creds.RESTConfig(server)
 }

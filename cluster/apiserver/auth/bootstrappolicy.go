@@ -452,6 +452,9 @@ func controllerRoles() []rbacv1.ClusterRole {
 func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 	bindings := []rbacv1.ClusterRoleBinding{
 		clusterRoleBinding(ClusterAdminRole, ClusterAdminRole, Group(SystemPrivilegedGroup)),
+		// kubeadm init creates this one rather than the API server; klab
+		// has no kubeadm, so its bootstrap policy holds it.
+		clusterRoleBinding(ClusterAdminsGroup, ClusterAdminRole, Group(ClusterAdminsGroup)),
 		clusterRoleBinding(MonitoringRole, MonitoringRole, Group(MonitoringGroup)),
 		clusterRoleBinding(DiscoveryRole, DiscoveryRole, Group(AllAuthenticated)),
 		clusterRoleBinding(BasicUserRole, BasicUserRole, Group(AllAuthenticated)),

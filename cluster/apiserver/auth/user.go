@@ -29,6 +29,12 @@ const (
 	// which klab's DNS server authenticates as with a token of its own.
 	CoreDNS = ServiceAccountUsernamePrefix + "kube-system:coredns"
 
+	// ClusterAdminsGroup is kubeadm's group of cluster administrators
+	// (kubeadm's constant ClusterAdminsGroupAndClusterRoleBinding), bound
+	// to cluster-admin by a ClusterRoleBinding of the same name. The API
+	// server's client certificate to kubelets is in it.
+	ClusterAdminsGroup = "kubeadm:cluster-admins"
+
 	// AdminUser is the user of the kubeconfig klab writes; kubeadm names
 	// its admin the same.
 	AdminUser = "kubernetes-admin"

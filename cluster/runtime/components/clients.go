@@ -2,6 +2,7 @@ package components
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"k8s.io/client-go/rest"
@@ -16,22 +17,28 @@ import (
 )
 
 // restConfig is a client component's configuration for reaching the API
-// server as user, trusting the cluster's CA, dialling with dial (the
-// default dialer when nil). It returns the loaded PKI too, for components
-// that also serve.
-func restConfig(spec runtime.ClientSpec, user string, dial DialFunc) (*rest.Config, *pki.PKI, error) {
-	p, err := pki.Load(spec.PKIDir)
+// server as user, with the client certificate of its own credentials
+// directory (spec.PKIDir), trusting the cluster's CA, dialling with dial
+// (the default dialer when nil). It returns the loaded credentials too,
+// for components that also serve or sign. Credentials of another user
+// than the component's are an error rather than a surprise at the first
+// 403.
+func restConfig(spec runtime.ClientSpec, user string, dial DialFunc) (*rest.Config, *pki.ComponentCredentials, error) {
+	creds, err := pki.LoadComponentCredentials(spec.PKIDir)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := p.RESTConfig(spec.Cluster, spec.APIServer, user)
+	if got := creds.User(); got != user {
+		return nil, nil, fmt.Errorf("the credentials in %s are user %q's, not %q's", spec.PKIDir, got, user)
+	}
+	cfg, err := creds.RESTConfig(spec.APIServer)
 	if err != nil {
 		return nil, nil, err
 	}
 	if dial != nil {
 		cfg.Dial = dial
 	}
-	return cfg, p, nil
+	return cfg, creds, nil
 }
 
 // Scheduler starts a kube-scheduler as system:kube-scheduler with the

@@ -2,6 +2,8 @@ package components
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"log/slog"
 	"net"
@@ -73,9 +75,24 @@ func testPKI(t *testing.T) *pki.PKI {
 	return p
 }
 
+// componentDir writes user's component credentials from p.
+func componentDir(t *testing.T, p *pki.PKI, user string) string {
+	t.Helper()
+	id, ok := pki.ClientIdentity(user)
+	if !ok {
+		t.Fatalf("%q is no component", user)
+	}
+	id.ServingHosts = []string{"127.0.0.1"}
+	dir := t.TempDir()
+	if err := p.EnsureComponentCredentials(dir, id); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func TestRESTConfig(t *testing.T) {
 	p := testPKI(t)
-	spec := runtime.ClientSpec{Cluster: "c", APIServer: "https://127.0.0.1:6443", PKIDir: p.Dir}
+	spec := runtime.ClientSpec{Cluster: "c", APIServer: "https://127.0.0.1:6443", PKIDir: componentDir(t, p, auth.KubeScheduler)}
 
 	cfg, _, err := restConfig(spec, auth.KubeScheduler, nil)
 	if err != nil {
@@ -84,8 +101,22 @@ func TestRESTConfig(t *testing.T) {
 	if cfg.Dial != nil {
 		t.Error("no dialer given, but the config has one; want client-go's default")
 	}
-	if want, _ := p.Token(auth.KubeScheduler); cfg.BearerToken != want || cfg.Host != spec.APIServer {
-		t.Errorf("config for %s at %s, want the scheduler's token at %s", cfg.BearerToken, cfg.Host, spec.APIServer)
+	if cfg.BearerToken != "" || cfg.Host != spec.APIServer || len(cfg.CertData) == 0 || len(cfg.KeyData) == 0 {
+		t.Errorf("config with token %q, %d bytes of certificate, at %s; want the scheduler's client certificate, no token, at %s",
+			cfg.BearerToken, len(cfg.CertData), cfg.Host, spec.APIServer)
+	}
+	block, _ := pem.Decode(cfg.CertData)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cert.Subject.CommonName != auth.KubeScheduler {
+		t.Errorf("client certificate of %q, want %q", cert.Subject.CommonName, auth.KubeScheduler)
+	}
+
+	// Another component's credentials are refused by name.
+	if _, _, err := restConfig(spec, auth.KubeProxy, nil); err == nil || !strings.Contains(err.Error(), auth.KubeScheduler) {
+		t.Errorf("kube-proxy started with the scheduler's credentials: err = %v", err)
 	}
 
 	errGate := errors.New("through the gate")
@@ -94,15 +125,13 @@ func TestRESTConfig(t *testing.T) {
 		dialled = addr
 		return nil, errGate
 	}
+	spec.PKIDir = componentDir(t, p, auth.NodeUser("worker-1"))
 	cfg, _, err = restConfig(spec, auth.NodeUser("worker-1"), gate)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cfg.Dial(context.Background(), "tcp", "127.0.0.1:6443"); !errors.Is(err, errGate) || dialled != "127.0.0.1:6443" {
 		t.Errorf("Dial = %v, dialled %q; want the given dialer used", err, dialled)
-	}
-	if want, _ := p.Token(auth.NodeUser("worker-1")); cfg.BearerToken != want {
-		t.Error("the kubelet's config does not carry its node's token")
 	}
 }
 
@@ -148,7 +177,7 @@ func TestStartWithoutPKI(t *testing.T) {
 func TestKubeletBadCapacity(t *testing.T) {
 	p := testPKI(t)
 	spec := runtime.KubeletSpec{
-		ClientSpec: runtime.ClientSpec{APIServer: "https://127.0.0.1:1", PKIDir: p.Dir},
+		ClientSpec: runtime.ClientSpec{APIServer: "https://127.0.0.1:1", PKIDir: componentDir(t, p, auth.NodeUser("worker-1"))},
 		Listen:     "127.0.0.1:0", CPU: "lots",
 	}
 	k, err := Kubelet(context.Background(), "worker-1", spec, critest.New(critest.Options{}), nil, discard)

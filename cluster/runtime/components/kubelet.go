@@ -16,8 +16,8 @@ import (
 )
 
 // Kubelet starts the kubelet of node as system:node:<node>, running its
-// pods in pods. It serves HTTPS on spec.Listen with the cluster's serving
-// certificate. It returns once the node is registered, retrying until ctx
+// pods in pods. It serves HTTPS on spec.Listen with its own serving
+// certificate from its credentials directory. It returns once the node is registered, retrying until ctx
 // ends.
 //
 // The caller owns pods: the kubelet neither closes it when it stops nor
@@ -32,7 +32,7 @@ func Kubelet(ctx context.Context, node string, spec runtime.KubeletSpec, pods cr
 	if err != nil {
 		return nil, err
 	}
-	tlsCfg, err := p.ServerTLSConfig()
+	tlsCfg, err := p.ServingTLSConfig()
 	if err != nil {
 		return nil, err
 	}

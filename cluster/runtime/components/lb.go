@@ -2,7 +2,10 @@ package components
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"github.com/klab-dev/klab/cluster/lb"
 	"github.com/klab-dev/klab/cluster/pki"
@@ -14,15 +17,17 @@ import (
 // checked with the CA of spec.PKIDir, answers. It logs every change of a
 // backend's health. It never stops by itself.
 func LB(ctx context.Context, spec runtime.LBSpec, logger *slog.Logger) (Process, error) {
-	p, err := pki.Load(spec.PKIDir)
+	// The balancer only checks backends: of the PKI it reads ca.crt
+	// alone, and holds no key or token.
+	caPEM, err := os.ReadFile(filepath.Join(spec.PKIDir, pki.CACertFile))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("load balancer: %w", err)
 	}
 	// The balancer lives until stopped, not until the start request ends.
 	b, err := lb.Start(context.Background(), lb.Config{
 		Listen:   spec.Listen,
 		Backends: spec.Backends,
-		Health:   lb.HTTPSHealth(p.CAPEM),
+		Health:   lb.HTTPSHealth(caPEM),
 		OnHealthChange: func(st lb.BackendStatus) {
 			logger.Info("backend health", "backend", st.Backend, "healthy", st.Healthy, "error", st.LastError)
 		},

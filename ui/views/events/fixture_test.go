@@ -3,6 +3,7 @@ package events
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/klab-dev/klab/cluster/apiserver"
@@ -63,6 +64,34 @@ func fixtureRequests() []requestRow {
 		req(11*time.Second, "master-1", "patch", "nodes", "status", "", "worker-1", "system:node:worker-1", 200, 2.9),
 		req(3*time.Second, "master-1", "watch", "events", "", "", "", "kubernetes-admin", 200, 301_400),
 	}
+	forbidden := req(8*time.Second, "master-3", "list", "secrets", "", "dev", "", "jane", 403, 0.5)
+	forbidden.Groups = []string{"system:authenticated"}
+	forbidden.Decision = apiserver.DecisionForbid
+	r = append(r, forbidden)
+	// Who each was and why it was allowed, as the API server's RBAC
+	// authorizer says it.
+	why := map[string]struct {
+		groups []string
+		reason string
+	}{
+		"kubernetes-admin": {[]string{"system:masters", "system:authenticated"},
+			`RBAC: allowed by ClusterRoleBinding "cluster-admin" of ClusterRole "cluster-admin" to Group "system:masters"`},
+		"system:kube-scheduler": {[]string{"system:authenticated"},
+			`RBAC: allowed by ClusterRoleBinding "system:kube-scheduler" of ClusterRole "system:kube-scheduler" to User "system:kube-scheduler"`},
+		"system:node:worker-1": {[]string{"system:nodes", "system:authenticated"},
+			`RBAC: allowed by ClusterRoleBinding "system:node" of ClusterRole "system:node" to Group "system:nodes"`},
+		"system:node:worker-2": {[]string{"system:nodes", "system:authenticated"},
+			`RBAC: allowed by ClusterRoleBinding "system:node" of ClusterRole "system:node" to Group "system:nodes"`},
+		"system:serviceaccount:kube-system:replicaset-controller": {[]string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"},
+			`RBAC: allowed by ClusterRoleBinding "system:controller:replicaset-controller" of ClusterRole "system:controller:replicaset-controller" to ServiceAccount "replicaset-controller/kube-system"`},
+	}
+	for i := range r {
+		if w, ok := why[r[i].User]; ok {
+			r[i].Groups, r[i].Decision, r[i].Reason = w.groups, apiserver.DecisionAllow, w.reason
+		}
+	}
+	slices.SortStableFunc(r, func(a, b requestRow) int { return a.Time.Compare(b.Time) })
+	// /version is public: never authorized, so no decision.
 	version := req(time.Second, "master-2", "get", "", "", "", "", "system:anonymous", 200, 0.3)
 	version.Path = "/version"
 	return append(r, version)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/cluster/apiserver"
 	"github.com/klab-dev/klab/ui/common"
 	"github.com/klab-dev/klab/ui/styles"
 )
@@ -14,6 +15,9 @@ const (
 	// maxRequestColumn bounds a request column's natural width: a service
 	// account's user name runs to fifty cells.
 	maxRequestColumn = 24
+	// maxAuthzColumn bounds the authorization column's: a binding's kind
+	// and name.
+	maxAuthzColumn = 48
 	// paneChrome is a pane's title and header lines.
 	paneChrome = 2
 	// markerWidth is the selection marker before each event row.
@@ -185,17 +189,21 @@ func (v *View) requestsPane(s *styles.Styles, height int) []string {
 	type field struct {
 		column
 		value func(r *requestRow) string
+		// widest bounds the column's natural width; maxRequestColumn
+		// when zero.
+		widest int
 	}
-	fields := []field{{column{Title: i18n.T("ui.events.col.time"), Want: 8, Min: 8, Drop: 3}, func(r *requestRow) string { return common.Clock(r.Time, v.loc) }}}
+	fields := []field{{column: column{Title: i18n.T("ui.events.col.time"), Want: 8, Min: 8, Drop: 3}, value: func(r *requestRow) string { return common.Clock(r.Time, v.loc) }}}
 	if len(v.servers) > 1 {
-		fields = append(fields, field{column{Title: i18n.T("ui.events.col.server"), Min: 4, Drop: 4}, func(r *requestRow) string { return r.Server }})
+		fields = append(fields, field{column: column{Title: i18n.T("ui.events.col.server"), Min: 4, Drop: 4}, value: func(r *requestRow) string { return r.Server }})
 	}
 	fields = append(fields,
-		field{column{Title: i18n.T("ui.events.col.verb"), Min: 4}, func(r *requestRow) string { return r.Verb }},
-		field{column{Title: i18n.T("ui.events.col.resource"), Min: 8}, (*requestRow).resource},
-		field{column{Title: i18n.T("ui.events.col.object"), Min: 20, Flex: true}, (*requestRow).object},
-		field{column{Title: i18n.T("ui.events.col.user"), Min: 10, Drop: 1}, func(r *requestRow) string { return r.User }},
-		field{column{Title: i18n.T("ui.events.col.code"), Want: 3, Min: 3, AlignRight: true}, func(r *requestRow) string {
+		field{column: column{Title: i18n.T("ui.events.col.verb"), Min: 4}, value: func(r *requestRow) string { return r.Verb }},
+		field{column: column{Title: i18n.T("ui.events.col.resource"), Min: 8}, value: (*requestRow).resource},
+		field{column: column{Title: i18n.T("ui.events.col.object"), Min: 20, Flex: true}, value: (*requestRow).object},
+		field{column: column{Title: i18n.T("ui.events.col.user"), Min: 10, Drop: 1}, value: func(r *requestRow) string { return r.User }},
+		field{column: column{Title: i18n.T("ui.events.col.groups"), Min: 6, Drop: 6}, value: func(r *requestRow) string { return strings.Join(r.Groups, ",") }},
+		field{column: column{Title: i18n.T("ui.events.col.code"), Want: 3, Min: 3, AlignRight: true}, value: func(r *requestRow) string {
 			code := strconv.Itoa(r.Code)
 			switch {
 			case r.Code >= 500:
@@ -205,7 +213,14 @@ func (v *View) requestsPane(s *styles.Styles, height int) []string {
 			}
 			return code
 		}},
-		field{column{Title: i18n.T("ui.events.col.latency"), Min: 5, AlignRight: true, Drop: 2}, (*requestRow).latency},
+		field{column: column{Title: i18n.T("ui.events.col.latency"), Min: 5, AlignRight: true, Drop: 2}, value: (*requestRow).latency},
+		field{column: column{Title: i18n.T("ui.events.col.authz"), Min: 8, Drop: 5}, value: func(r *requestRow) string {
+			text := r.authorization()
+			if r.Decision == apiserver.DecisionForbid {
+				return s.Events.Warn.Render(text)
+			}
+			return text
+		}, widest: maxAuthzColumn},
 	)
 	cols := make([]column, len(fields))
 	titles := make([]string, len(fields))
@@ -215,7 +230,11 @@ func (v *View) requestsPane(s *styles.Styles, height int) []string {
 			continue
 		}
 		for _, i := range visible {
-			cols[j].Want = max(cols[j].Want, min(common.Width(f.value(&v.requests.rows[i])), maxRequestColumn))
+			widest := f.widest
+			if widest == 0 {
+				widest = maxRequestColumn
+			}
+			cols[j].Want = max(cols[j].Want, min(common.Width(f.value(&v.requests.rows[i])), widest))
 		}
 	}
 	ws := fitColumns(cols, w)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/klab-dev/klab/assets/i18n"
+
 	eventsv1 "k8s.io/api/events/v1"
 
 	"github.com/klab-dev/klab/cluster/apiserver"
@@ -172,8 +174,51 @@ func (r *requestRow) latency() string {
 	return fmt.Sprintf("%.1fms", ms)
 }
 
+// authorization says how the request was authorized: allowed by which
+// binding (from upstream's reason, "RBAC: allowed by ClusterRoleBinding
+// "x" of ClusterRole "y" to User "z""), or forbidden and why; empty for a
+// request never authorized (a public path, no valid credentials).
+func (r *requestRow) authorization() string {
+	switch r.Decision {
+	case apiserver.DecisionAllow:
+		if binding, ok := allowingBinding(r.Reason); ok {
+			return i18n.T("ui.events.authz.allowed-by", binding)
+		}
+		if r.Reason != "" {
+			return i18n.T("ui.events.authz.allowed-because", r.Reason)
+		}
+		return i18n.T("ui.events.authz.allowed")
+	case apiserver.DecisionForbid:
+		if r.Reason != "" {
+			return i18n.T("ui.events.authz.forbidden-because", r.Reason)
+		}
+		return i18n.T("ui.events.authz.forbidden")
+	}
+	return ""
+}
+
+// allowingBinding is the binding an RBAC reason names, as Kind/name:
+// "ClusterRoleBinding/system:kube-scheduler".
+func allowingBinding(reason string) (string, bool) {
+	rest, ok := strings.CutPrefix(reason, "RBAC: allowed by ")
+	if !ok {
+		return "", false
+	}
+	kind, rest, ok := strings.Cut(rest, " ")
+	if !ok {
+		return "", false
+	}
+	name, err := strconv.QuotedPrefix(rest)
+	if err != nil {
+		return "", false
+	}
+	name, _ = strconv.Unquote(name)
+	return kind + "/" + name, true
+}
+
 func (r *requestRow) text(loc *time.Location) string {
-	return strings.Join([]string{r.Time.In(loc).Format("15:04:05"), r.Server, r.Verb, r.resource(), r.object(), r.User, strconv.Itoa(r.Code), r.latency()}, " ")
+	return strings.Join([]string{r.Time.In(loc).Format("15:04:05"), r.Server, r.Verb, r.resource(), r.object(), r.User,
+		strings.Join(r.Groups, ","), strconv.Itoa(r.Code), r.latency(), r.authorization(), r.Reason}, " ")
 }
 
 // requestLog keeps the latest requests in time order: each API server

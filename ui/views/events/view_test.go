@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/cluster/apiserver"
 	"github.com/klab-dev/klab/ui/common"
 	"github.com/klab-dev/klab/ui/internal/uitest"
 )
@@ -107,7 +108,7 @@ func TestFilterKeys(t *testing.T) {
 	if !strings.Contains(got, `filter “web”: 7 of 15`) || strings.Contains(got, "FailedScheduling") || !strings.Contains(got, "ScalingReplicaSet") {
 		t.Errorf("the filter does not keep exactly the rows with web:\n%s", got)
 	}
-	if !strings.Contains(got, `filter “web”: 4 of 10`) {
+	if !strings.Contains(got, `filter “web”: 4 of 11`) {
 		t.Errorf("the request pane is not filtered:\n%s", got)
 	}
 	press("esc")
@@ -247,5 +248,42 @@ func TestTypeColumnWholeOrGone(t *testing.T) {
 		if strings.Contains(got, "Nor…") || strings.Contains(got, "Warn…") || strings.Contains(got, "Norma…") {
 			t.Fatalf("width %d cuts the event type:\n%s", w, got)
 		}
+	}
+}
+
+// TestRequestAuthorization checks how a request's authorization reads in
+// both languages, from the API server's decision and RBAC reason.
+func TestRequestAuthorization(t *testing.T) {
+	scheduler := `RBAC: allowed by ClusterRoleBinding "system:kube-scheduler" of ClusterRole "system:kube-scheduler" to User "system:kube-scheduler"`
+	tests := []struct {
+		name, decision, reason string
+		lang                   i18n.Lang
+		want                   string
+	}{
+		{"allowed by a binding", apiserver.DecisionAllow, scheduler, i18n.English, "allowed by ClusterRoleBinding/system:kube-scheduler"},
+		{"allowed by a binding, ko", apiserver.DecisionAllow, scheduler, i18n.Korean, "허용: ClusterRoleBinding/system:kube-scheduler"},
+		{"forbidden, no rule", apiserver.DecisionForbid, "", i18n.English, "forbidden: no rule allows it"},
+		{"forbidden, no rule, ko", apiserver.DecisionForbid, "", i18n.Korean, "거부: 허용하는 규칙 없음"},
+		{"forbidden, missing role", apiserver.DecisionForbid, `RBAC: clusterrole.rbac.authorization.k8s.io "gone" not found`, i18n.English,
+			`forbidden: RBAC: clusterrole.rbac.authorization.k8s.io "gone" not found`},
+		{"never authorized", "", "", i18n.English, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			uitest.Setup(t, tt.lang)
+			r := requestRow{RequestEvent: apiserver.RequestEvent{Decision: tt.decision, Reason: tt.reason}}
+			if got := r.authorization(); got != tt.want {
+				t.Errorf("authorization() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	// The filter finds a request by its groups and its decision.
+	c := uitest.Setup(t, i18n.English)
+	v := newView(c, 200, 60, live)
+	for _, k := range []string{"/", "f", "o", "r", "b", "i", "d", "enter"} {
+		v.Update(uitest.Key(k))
+	}
+	if got := v.View(); !strings.Contains(got, "1 of 11") || !strings.Contains(got, "jane") {
+		t.Errorf("filtering by “forbid” does not keep the forbidden request alone:\n%s", got)
 	}
 }
