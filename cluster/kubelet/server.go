@@ -82,6 +82,14 @@ func subresource(path string) string {
 		return "healthz"
 	case strings.HasPrefix(path, "/logs"):
 		return "log"
+	case path == "/stats" || strings.HasPrefix(path, "/stats/"):
+		return "stats"
+	case path == "/metrics" || strings.HasPrefix(path, "/metrics/"):
+		return "metrics"
+	case path == "/configz":
+		return "configz"
+	case path == "/spec" || strings.HasPrefix(path, "/spec/"):
+		return "spec"
 	default:
 		return "proxy"
 	}

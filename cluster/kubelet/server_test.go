@@ -321,3 +321,17 @@ func TestDebugStatusAndEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestSubresource: the kubelet's paths map to the nodes subresources
+// upstream's kubelet authorizes them as.
+func TestSubresource(t *testing.T) {
+	for path, want := range map[string]string{
+		"/healthz": "healthz", "/logs/": "log", "/stats/summary": "stats", "/metrics": "metrics",
+		"/metrics/cadvisor": "metrics", "/configz": "configz", "/spec/": "spec",
+		"/exec/ns/pod/c": "proxy", "/containerLogs/ns/pod/c": "proxy", "/statsx": "proxy",
+	} {
+		if got := subresource(path); got != want {
+			t.Errorf("subresource(%q) = %q, want %q", path, got, want)
+		}
+	}
+}
