@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,7 +15,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/klab-dev/klab/cluster/lab"
 	"github.com/klab-dev/klab/ui/labio"
@@ -24,6 +24,10 @@ import (
 // loadEnv, when set, makes uibench the busy phase's load: it writes to the
 // etcd endpoints it names (comma-separated) until it is killed.
 const loadEnv = "UIBENCH_LOAD"
+
+// loadCredsEnv carries the cluster's etcd client credentials (JSON) to the
+// load process: etcd accepts only clients with a certificate of its CA.
+const loadCredsEnv = "UIBENCH_LOAD_ETCD"
 
 // loadRate is the busy phase's writes per second, and loadValue each
 // write's size.
@@ -172,7 +176,11 @@ func startLoad(info *lab.Info) (stop func(), err error) {
 		return nil, err
 	}
 	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), loadEnv+"="+strings.Join(endpoints, ","))
+	creds, err := json.Marshal(info.EtcdCredentials)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = append(os.Environ(), loadEnv+"="+strings.Join(endpoints, ","), loadCredsEnv+"="+string(creds))
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -183,7 +191,15 @@ func startLoad(info *lab.Info) (stop func(), err error) {
 
 // load writes loadRate keys a second to etcd until it is killed.
 func load(endpoints string) error {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(endpoints, ","), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	var creds lab.EtcdCredentials
+	if err := json.Unmarshal([]byte(os.Getenv(loadCredsEnv)), &creds); err != nil {
+		return fmt.Errorf("%s: %w", loadCredsEnv, err)
+	}
+	cfg, err := creds.ClientConfig(strings.Split(endpoints, ","))
+	if err != nil {
+		return err
+	}
+	cli, err := clientv3.New(cfg)
 	if err != nil {
 		return err
 	}
