@@ -2,8 +2,10 @@ package lab
 
 import (
 	"crypto/tls"
+	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -74,32 +76,58 @@ func (c EtcdCredentials) ClientConfig(endpoints []string) (clientv3.Config, erro
 
 // etcdTransports holds one HTTP transport per set of credentials, so that
 // every status poll, event stream and clock call of a process reuses its
-// TLS connections instead of paying a handshake per request.
-var etcdTransports sync.Map // EtcdCredentials → http.RoundTripper
+// TLS connections instead of paying a handshake per request. A cluster
+// made again under the same name has new certificates at the same paths,
+// so each transport remembers the files' stamps and is replaced when they
+// change.
+var etcdTransports sync.Map // EtcdCredentials → *etcdTransport
+
+type etcdTransport struct {
+	stamp string
+	rt    http.RoundTripper
+}
+
+// stamp identifies the contents of the credentials' files: their sizes
+// and modification times.
+func (c EtcdCredentials) stamp() string {
+	var b strings.Builder
+	for _, f := range []string{c.CACert, c.ClientCert, c.ClientKey} {
+		if fi, err := os.Stat(f); err == nil {
+			fmt.Fprintf(&b, "%d/%d;", fi.Size(), fi.ModTime().UnixNano())
+		} else {
+			b.WriteString("-;")
+		}
+	}
+	return b.String()
+}
 
 // Transport returns the shared HTTP transport for the members' debug
 // endpoints with these credentials. Credentials that cannot be loaded
-// give a transport that fails every request with the reason.
+// give a transport that fails every request with the reason (not kept:
+// the files may be written a moment later).
 func (c EtcdCredentials) Transport() http.RoundTripper {
-	if t, ok := etcdTransports.Load(c); ok {
-		return t.(http.RoundTripper)
+	stamp := c.stamp()
+	if t, ok := etcdTransports.Load(c); ok && t.(*etcdTransport).stamp == stamp {
+		return t.(*etcdTransport).rt
 	}
-	var rt http.RoundTripper
 	tc, err := c.TLS()
 	if err != nil {
-		rt = failingTransport{err}
-	} else {
-		rt = &http.Transport{
-			DialContext:           (&net.Dialer{Timeout: time.Second}).DialContext,
-			TLSClientConfig:       tc,
-			TLSHandshakeTimeout:   2 * time.Second,
-			ResponseHeaderTimeout: 2 * time.Second,
-			MaxIdleConnsPerHost:   8,
-			IdleConnTimeout:       time.Minute,
+		return failingTransport{err}
+	}
+	rt := &http.Transport{
+		DialContext:           (&net.Dialer{Timeout: time.Second}).DialContext,
+		TLSClientConfig:       tc,
+		TLSHandshakeTimeout:   2 * time.Second,
+		ResponseHeaderTimeout: 2 * time.Second,
+		MaxIdleConnsPerHost:   8,
+		IdleConnTimeout:       time.Minute,
+	}
+	if old, loaded := etcdTransports.Swap(c, &etcdTransport{stamp: stamp, rt: rt}); loaded {
+		if t, ok := old.(*etcdTransport).rt.(*http.Transport); ok {
+			t.CloseIdleConnections()
 		}
 	}
-	t, _ := etcdTransports.LoadOrStore(c, rt)
-	return t.(http.RoundTripper)
+	return rt
 }
 
 type failingTransport struct{ err error }
