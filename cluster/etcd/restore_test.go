@@ -32,6 +32,17 @@ func TestRestoreDataDirMakesNewClusterWithSnapshotKeys(t *testing.T) {
 	}
 	snap := filepath.Join(t.TempDir(), "snap.db")
 	cfg := clientv3.Config{Endpoints: c.Endpoints()[:1], DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	// A snapshot is the one member's state: a follower may not have
+	// applied the last put yet. A linearizable read through it waits
+	// until it has, as an operator's check before saving would.
+	cli0, err := clientv3.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli0.Get(ctx, "/registry/deployments/default/web-19"); err != nil {
+		t.Fatal(err)
+	}
+	cli0.Close()
 	if _, err := clientsnapshot.SaveWithVersion(ctx, zap.NewNop(), cfg, snap); err != nil {
 		t.Fatalf("save snapshot: %v", err)
 	}
