@@ -1,6 +1,10 @@
 package lab
 
 import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/klab-dev/klab/cluster/pki"
@@ -19,6 +23,7 @@ const componentCredentialsDirName = "credentials"
 // PKIDir names, what the local runtime's component reads and what the
 // Docker runtime copies into its container, and nothing more.
 func (b *bringUp) componentCredentials(n runtime.Node, component string, id pki.ComponentIdentity) (string, error) {
+	b.undoCredentials()
 	dir := filepath.Join(b.c.dir, componentCredentialsDirName, n.Name, component)
 	if err := b.certs.EnsureComponentCredentials(dir, id); err != nil {
 		return "", err
@@ -45,9 +50,22 @@ func (b *bringUp) clientSpec(server string, n runtime.Node, component, user stri
 // trustOnlyDir writes the credentials of a component that only verifies
 // API servers (the load balancer): ca.crt alone.
 func (b *bringUp) trustOnlyDir(n runtime.Node, component string) (string, error) {
+	b.undoCredentials()
 	dir := filepath.Join(b.c.dir, componentCredentialsDirName, n.Name, component)
 	if err := b.certs.EnsureTrustOnly(dir); err != nil {
 		return "", err
 	}
 	return dir, nil
+}
+
+// undoCredentials, the first time a bring-up writes credentials, makes a
+// failed bring-up remove the credentials folder if it did not exist before
+// (as it removes the PKI it made).
+func (b *bringUp) undoCredentials() {
+	b.credsOnce.Do(func() {
+		root := filepath.Join(b.c.dir, componentCredentialsDirName)
+		if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
+			b.onFailure("remove the components' credentials", func(context.Context) error { return os.RemoveAll(root) })
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/klab-dev/klab/assets/i18n"
@@ -85,6 +86,9 @@ type bringUp struct {
 	lb      *runtime.Node
 	certs   *pki.PKI
 	etcdPKI *pki.EtcdPKI
+	// credsOnce registers, once, the removal of the components'
+	// credentials folder when this bring-up made it.
+	credsOnce sync.Once
 }
 
 // attached returns the bring-up of a cluster another process brought up,
