@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-
 	"github.com/klab-dev/klab/cluster/lab"
 	"github.com/klab-dev/klab/internal/testenv"
 	"github.com/klab-dev/klab/lessons"
@@ -32,7 +29,7 @@ func memberListRunner(t *testing.T, name string) func(ctx context.Context, args 
 			if err != nil {
 				return err
 			}
-			cli, err := clientv3.New(clientv3.Config{Endpoints: info.EtcdEndpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+			cli, err := info.EtcdClient()
 			if err != nil {
 				return err
 			}
@@ -55,7 +52,7 @@ func memberListRunner(t *testing.T, name string) func(ctx context.Context, args 
 		if err != nil {
 			return err
 		}
-		cli, err := clientv3.New(clientv3.Config{Endpoints: info.EtcdEndpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		cli, err := info.EtcdClient()
 		if err != nil {
 			return err
 		}

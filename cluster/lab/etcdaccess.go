@@ -140,3 +140,13 @@ func (f failingTransport) RoundTrip(*http.Request) (*http.Response, error) { ret
 func (m MemberInfo) HTTPClient(timeout time.Duration) *http.Client {
 	return &http.Client{Transport: m.etcd.Transport(), Timeout: timeout}
 }
+
+// EtcdClient returns a client of the cluster's etcd members with klab's
+// own credentials, as klab's commands reach them.
+func (i *Info) EtcdClient() (*clientv3.Client, error) {
+	cfg, err := i.EtcdCredentials.ClientConfig(i.EtcdEndpoints)
+	if err != nil {
+		return nil, err
+	}
+	return clientv3.New(cfg)
+}

@@ -133,6 +133,12 @@ func etcdctlEndpoints(ctx context.Context, name string, args []string, stderr io
 func presetEtcdctlCredentials(name string, args []string) error {
 	info, err := lab.LoadInfo(name)
 	if err != nil {
+		if hasEndpointsFlag(args) || os.Getenv(endpointsEnv) != "" {
+			// The user named the endpoints: etcdctl goes to them with the
+			// user's own flags, cluster or not (a member started alone
+			// with klab component etcd, say).
+			return nil
+		}
 		return err
 	}
 	for _, c := range []struct{ flag, path string }{

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -63,7 +61,7 @@ func TestFeedFollowsTheCluster(t *testing.T) {
 	const key = "/live/feed"
 	f.SetKeys([]string{key})
 	p.await(t, f, "the key's initial absence", func() bool { return p.keys[key].Deleted })
-	cli, err := clientv3.New(clientv3.Config{Endpoints: info.EtcdEndpoints, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	cli, err := info.EtcdClient()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -212,7 +211,7 @@ steps:
 	}
 
 	// A client of its own reads the namespaces' keys.
-	cli, err := clientv3.New(clientv3.Config{Endpoints: info.EtcdEndpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cli, err := info.EtcdClient()
 	if err != nil {
 		t.Fatal(err)
 	}
