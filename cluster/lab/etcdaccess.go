@@ -150,3 +150,15 @@ func (i *Info) EtcdClient() (*clientv3.Client, error) {
 	}
 	return clientv3.New(cfg)
 }
+
+// CloseIdleEtcdConnections closes the idle connections the shared etcd
+// transports keep for reuse (each holds two goroutines), for a program or
+// test that is done with every cluster.
+func CloseIdleEtcdConnections() {
+	etcdTransports.Range(func(_, v any) bool {
+		if t, ok := v.(*etcdTransport).rt.(*http.Transport); ok {
+			t.CloseIdleConnections()
+		}
+		return true
+	})
+}

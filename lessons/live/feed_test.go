@@ -171,9 +171,11 @@ func TestFeedLeavesNothingRunning(t *testing.T) {
 	f.SetKeys([]string{"/live/leak-c"})
 	<-f.Refresh()
 	// The Observer reads the members' status with cluster/lab's client,
-	// on Go's default transport, which keeps connections for reuse by
-	// whoever reads next: pooled on purpose, not left behind by the Feed.
+	// on the process's shared etcd transport (and Go's default one), which
+	// keep connections for reuse by whoever reads next: pooled on purpose,
+	// not left behind by the Feed.
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	lab.CloseIdleEtcdConnections()
 	checkNoNewGoroutines(t, before)
 }
 
