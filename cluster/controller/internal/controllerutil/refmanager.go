@@ -177,44 +177,51 @@ func NewReplicaSetControllerRefManager(client kubernetes.Interface, controller m
 // ClaimReplicaSets adopts matching orphans, releases owned ReplicaSets
 // that no longer match, and returns the ones the controller owns.
 func (m *ReplicaSetControllerRefManager) ClaimReplicaSets(ctx context.Context, sets []*appsv1.ReplicaSet) ([]*appsv1.ReplicaSet, error) {
+	return claimPatched(ctx, &m.refManager, m.kind, "ReplicaSet", sets, func(ctx context.Context, rs metav1.Object, data []byte) error {
+		_, err := m.client.AppsV1().ReplicaSets(rs.GetNamespace()).Patch(ctx, rs.GetName(), types.StrategicMergePatchType, data, metav1.PatchOptions{})
+		return err
+	})
+}
+
+// claimPatched claims objs for m's controller (of kind), adopting and
+// releasing them with strategic-merge patches sent by patch: what every
+// ControllerRefManager but the pods' does, for objects of one kind (what,
+// in its messages).
+func claimPatched[T metav1.Object](ctx context.Context, m *refManager, kind schema.GroupVersionKind, what string, objs []T, patch func(context.Context, metav1.Object, []byte) error) ([]T, error) {
 	match := func(obj metav1.Object) bool {
 		return m.selector.Matches(labels.Set(obj.GetLabels()))
 	}
-	patchRS := func(ctx context.Context, rs metav1.Object, data []byte) error {
-		_, err := m.client.AppsV1().ReplicaSets(rs.GetNamespace()).Patch(ctx, rs.GetName(), types.StrategicMergePatchType, data, metav1.PatchOptions{})
-		return err
-	}
 	adopt := func(ctx context.Context, obj metav1.Object) error {
 		if err := m.checkCanAdopt(ctx); err != nil {
-			return fmt.Errorf("can't adopt ReplicaSet %v/%v (%v): %w", obj.GetNamespace(), obj.GetName(), obj.GetUID(), err)
+			return fmt.Errorf("can't adopt %s %v/%v (%v): %w", what, obj.GetNamespace(), obj.GetName(), obj.GetUID(), err)
 		}
-		patch, err := ownerRefControllerPatch(m.controller, m.kind, obj.GetUID())
+		data, err := ownerRefControllerPatch(m.controller, kind, obj.GetUID())
 		if err != nil {
 			return err
 		}
-		return patchRS(ctx, obj, patch)
+		return patch(ctx, obj, data)
 	}
 	release := func(ctx context.Context, obj metav1.Object) error {
-		patch, err := deleteOwnerRefPatch(obj.GetUID(), m.controller.GetUID())
+		data, err := deleteOwnerRefPatch(obj.GetUID(), m.controller.GetUID())
 		if err != nil {
 			return err
 		}
-		err = patchRS(ctx, obj, patch)
+		err = patch(ctx, obj, data)
 		if apierrors.IsInvalid(err) {
-			return nil
+			return nil // no longer ours, or gone and made again
 		}
 		return err
 	}
-	var claimed []*appsv1.ReplicaSet
+	var claimed []T
 	var errs []error
-	for _, rs := range sets {
-		ok, err := m.claim(ctx, rs, match, adopt, release)
+	for _, obj := range objs {
+		ok, err := m.claim(ctx, obj, match, adopt, release)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		if ok {
-			claimed = append(claimed, rs)
+			claimed = append(claimed, obj)
 		}
 	}
 	return claimed, utilerrors.NewAggregate(errs)
