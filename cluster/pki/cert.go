@@ -13,10 +13,7 @@ import (
 	"math/big"
 	"net"
 	"slices"
-	"strings"
 	"time"
-
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Lifetimes, as kubeadm's: the CA lives ten years, a serving certificate
@@ -53,26 +50,7 @@ type sans struct {
 // wantedSANs returns hosts plus defaultSANs, without repeats. A host is an
 // IP address or a DNS name; anything else (a host:port, a URL) is an error.
 func wantedSANs(hosts []string) (sans, error) {
-	var s sans
-	seen := make(map[string]bool)
-	for _, h := range append(slices.Clone(hosts), defaultSANs...) {
-		if ip := net.ParseIP(h); ip != nil {
-			if !seen[ip.String()] {
-				seen[ip.String()] = true
-				s.ips = append(s.ips, ip)
-			}
-			continue
-		}
-		name := strings.ToLower(h)
-		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-			return sans{}, fmt.Errorf("host %q is neither an IP address nor a DNS name: %s", h, strings.Join(errs, "; "))
-		}
-		if !seen[name] {
-			seen[name] = true
-			s.dns = append(s.dns, name)
-		}
-	}
-	return s, nil
+	return servingSANs(append(slices.Clone(hosts), defaultSANs...))
 }
 
 // matches reports whether cert carries exactly the names in s.

@@ -162,8 +162,10 @@ func (p *PKI) ensurePair(now time.Time, f pairFiles, fits func(*x509.Certificate
 	return atomicfile.Write(f.cert, encodeCert(cert), 0o644)
 }
 
-// servingSANs are the names of a component's serving certificate: hosts
-// only, without the API server's in-cluster names.
+// servingSANs are the names of a serving certificate for hosts, without
+// repeats: a component's are its hosts alone (the API server's add its
+// in-cluster names, see wantedSANs). A host is an IP address or a DNS
+// name; anything else (a host:port, a URL) is an error.
 func servingSANs(hosts []string) (sans, error) {
 	var s sans
 	seen := map[string]bool{}
