@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -119,8 +120,12 @@ func (t *tool) lookup(ctx context.Context, host string) (string, []string, error
 	return host, nil, lastErr
 }
 
-// httpClient is an HTTP client that resolves names as the pod does.
-func (t *tool) httpClient(timeout time.Duration, follow bool) *http.Client {
+// httpClient is an HTTP client that resolves names as the pod does. A nil
+// tlsConfig does not verify the server, as busybox's wget does not.
+func (t *tool) httpClient(timeout time.Duration, follow bool, tlsConfig *tls.Config) *http.Client {
+	if tlsConfig == nil {
+		tlsConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // busybox wget checks no certificate
+	}
 	transport := &http.Transport{
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			host, port, err := net.SplitHostPort(addr)
@@ -133,7 +138,7 @@ func (t *tool) httpClient(timeout time.Duration, follow bool) *http.Client {
 			}
 			return t.dial(ctx, network, net.JoinHostPort(addrs[0], port))
 		},
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // a lab tool; wget --no-check-certificate
+		TLSClientConfig: tlsConfig,
 		Proxy:           nil,
 	}
 	client := &http.Client{Transport: transport, Timeout: timeout}
@@ -156,11 +161,18 @@ func targetURL(s string) (*url.URL, error) {
 }
 
 // wget downloads a URL: to a file named after it, or -O FILE ("-" for
-// stdout); -q is quiet, -T the timeout, -S prints the headers.
+// stdout); -q is quiet, -T the timeout, -S prints the headers, --header
+// adds one. Like busybox's wget it checks no server certificate, so
+// --no-check-certificate is accepted and changes nothing.
 func wget(t *tool, args []string) int {
-	opts, ops, err := flags(args, "OTUt")
+	args, headers, err := wgetLongOptions(args)
+	if err != nil {
+		fmt.Fprintf(t.stderr, "wget: %v\n", err)
+		return 1
+	}
+	opts, ops, err := flags(args, "OTUtY")
 	if err != nil || len(ops) == 0 {
-		fmt.Fprintln(t.stderr, "usage: wget [-q] [-O FILE] [-T SEC] URL")
+		fmt.Fprintln(t.stderr, "usage: wget [-q] [-O FILE] [-T SEC] [--header 'NAME: VALUE'] URL")
 		return 1
 	}
 	u, err := targetURL(ops[0])
@@ -179,7 +191,11 @@ func wget(t *tool, args []string) int {
 	}
 	req, _ := http.NewRequestWithContext(t.ctx, http.MethodGet, u.String(), nil)
 	req.Header.Set("User-Agent", "Wget")
-	resp, err := t.httpClient(timeout, true).Do(req)
+	for _, h := range headers {
+		k, v, _ := strings.Cut(h, ":")
+		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	resp, err := t.httpClient(timeout, true, nil).Do(req)
 	if err != nil {
 		return t.errorf("%s", netErrText(err, u))
 	}
@@ -226,7 +242,9 @@ func wget(t *tool, args []string) int {
 
 // curl makes one request: -X method, -d data, -H header, -o file, -i
 // (headers too), -I (HEAD), -s/-S, -f (fail on HTTP errors), -L (follow),
-// -m seconds, -v (request and response headers on stderr).
+// -m seconds, -v (request and response headers on stderr). As curl does,
+// it checks an https server's certificate against the system's roots or
+// the file --cacert names, unless -k (--insecure) says not to.
 func curl(t *tool, args []string) int {
 	var (
 		headers []string
@@ -234,6 +252,7 @@ func curl(t *tool, args []string) int {
 		hasData bool
 		ops     []string
 		opts    = map[byte]string{}
+		caFile  string
 	)
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -248,6 +267,15 @@ func curl(t *tool, args []string) int {
 				data, hasData = args[i+1], true
 				i++
 			}
+		case a == "--cacert":
+			if i+1 < len(args) {
+				caFile = args[i+1]
+				i++
+			}
+		case strings.HasPrefix(a, "--cacert="):
+			caFile = strings.TrimPrefix(a, "--cacert=")
+		case a == "--insecure":
+			opts['k'] = "1"
 		case a == "--silent":
 			opts['s'] = "1"
 		case a == "--fail":
@@ -266,12 +294,20 @@ func curl(t *tool, args []string) int {
 				i++
 			}
 		case len(a) > 1 && a[0] == '-' && !strings.HasPrefix(a, "--"):
-			o, rest, err := flags(args[i:], "oXmHd")
+			// One group of short options at a time, with the next
+			// argument when its last option takes a value: a long
+			// option after it is not a group of letters.
+			group := args[i : i+1]
+			o, _, err := flags(group, "oXmHd")
+			if err != nil && i+1 < len(args) {
+				group = args[i : i+2]
+				o, _, err = flags(group, "oXmHd")
+			}
 			if err != nil {
 				fmt.Fprintf(t.stderr, "curl: option %s: requires parameter\n", a)
 				return ExitUsage
 			}
-			consumed := len(args[i:]) - len(rest)
+			consumed := len(group)
 			for k, v := range o {
 				switch k {
 				case 'H':
@@ -331,7 +367,14 @@ func curl(t *tool, args []string) int {
 		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
 	}
 	silent := opts['s'] != "" && opts['S'] == ""
-	resp, err := t.httpClient(timeout, opts['L'] != "").Do(req)
+	tlsConfig, err := t.curlTLS(caFile, opts['k'] != "")
+	if err != nil {
+		if !silent {
+			fmt.Fprintf(t.stderr, "curl: (77) %v\n", err)
+		}
+		return 77
+	}
+	resp, err := t.httpClient(timeout, opts['L'] != "", tlsConfig).Do(req)
 	if err != nil {
 		code, msg := curlError(err, u)
 		if !silent {
@@ -394,13 +437,90 @@ func curlError(err error, u *url.URL) (int, string) {
 			port = "80"
 		}
 	}
+	var (
+		unknownCA x509.UnknownAuthorityError
+		wrongHost x509.HostnameError
+		invalid   x509.CertificateInvalidError
+	)
 	switch {
 	case errors.As(err, &dnsErr):
 		return 6, fmt.Sprintf("Could not resolve host: %s", u.Hostname())
+	case errors.As(err, &unknownCA):
+		return 60, "SSL certificate problem: unable to get local issuer certificate"
+	case errors.As(err, &wrongHost):
+		return 60, fmt.Sprintf("SSL: no alternative certificate subject name matches target host name '%s'", u.Hostname())
+	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
+		return 60, "SSL certificate problem: certificate has expired"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return 7, fmt.Sprintf("Failed to connect to %s port %s after 0 ms: Couldn't connect to server", u.Hostname(), port)
 	case errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err):
 		return 28, "Operation timed out"
 	}
 	return 56, err.Error()
+}
+
+// curlTLS is the TLS configuration of one curl: the system's roots, or the
+// certificates of caFile (as curl's --cacert replaces the default bundle),
+// or no check at all with -k.
+func (t *tool) curlTLS(caFile string, insecure bool) (*tls.Config, error) {
+	if insecure {
+		return &tls.Config{InsecureSkipVerify: true}, nil //nolint:gosec // curl -k
+	}
+	if caFile == "" {
+		return &tls.Config{}, nil
+	}
+	pem, err := os.ReadFile(t.host(caFile))
+	if err != nil {
+		return nil, fmt.Errorf("error setting certificate file: %s", caFile)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("error setting certificate file: %s", caFile)
+	}
+	return &tls.Config{RootCAs: pool}, nil
+}
+
+// wgetLongOptions takes busybox wget's long options out of args: each
+// --header (as "--header X" or "--header=X") is returned, the ones with a
+// short form become it, and --no-check-certificate is dropped (busybox
+// checks no certificate in any case). Any other long option is an error,
+// worded as busybox words it.
+func wgetLongOptions(args []string) ([]string, []string, error) {
+	short := map[string]string{
+		"--quiet": "-q", "--output-document": "-O", "--timeout": "-T",
+		"--user-agent": "-U", "--server-response": "-S", "--tries": "-t",
+	}
+	var out, headers []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			out = append(out, args[i:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "--") {
+			out = append(out, a)
+			continue
+		}
+		name, value, hasValue := strings.Cut(a, "=")
+		switch {
+		case name == "--no-check-certificate":
+		case name == "--header":
+			if !hasValue {
+				if i+1 >= len(args) {
+					return nil, nil, fmt.Errorf("option '--header' requires an argument")
+				}
+				i++
+				value = args[i]
+			}
+			headers = append(headers, value)
+		case short[name] != "":
+			out = append(out, short[name])
+			if hasValue {
+				out = append(out, value)
+			}
+		default:
+			return nil, nil, fmt.Errorf("unrecognized option '%s'", a)
+		}
+	}
+	return out, headers, nil
 }

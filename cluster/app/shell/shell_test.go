@@ -3,6 +3,7 @@ package shell
 import (
 	"bytes"
 	"context"
+	"encoding/pem"
 	"errors"
 	"io"
 	"net"
@@ -200,6 +201,56 @@ func TestHTTPClients(t *testing.T) {
 				t.Fatal(err)
 			}
 			if out != tc.wantOut || !strings.HasPrefix(errOut, tc.wantErr) || code != tc.wantCode {
+				t.Errorf("%q = %q, stderr %q, code %d; want %q, %q, %d", tc.argv, out, errOut, code, tc.wantOut, tc.wantErr, tc.wantCode)
+			}
+		})
+	}
+}
+
+// TestHTTPClientsTLS checks certificates as curl and busybox's wget do:
+// curl refuses a server its roots do not vouch for, trusts the CA file
+// --cacert names and skips the check with -k; wget checks nothing. Both
+// send the headers they are given, as an in-pod client sends its token.
+func TestHTTPClientsTLS(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "auth="+r.Header.Get("Authorization")+"\n")
+	}))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "https://"))
+	root := newRoot(t)
+	// httptest's certificate names example.com, and 127.0.0.1.
+	if err := os.WriteFile(filepath.Join(root, "etc", "hosts"), []byte("127.0.0.1\texample.com other.test\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(filepath.Join(root, "tmp", "ca.crt"), caPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	good := "https://example.com:" + port + "/"
+	cfg := Config{Root: root}
+	tests := []struct {
+		name     string
+		argv     []string
+		wantOut  string
+		wantErr  string
+		wantCode int
+	}{
+		{name: "curl without the CA", argv: []string{"curl", "-sS", good}, wantErr: "curl: (60) SSL certificate problem: unable to get local issuer certificate\n", wantCode: 60},
+		{name: "curl with --cacert and a header", argv: []string{"curl", "-s", "--cacert", "/tmp/ca.crt", "-H", "Authorization: Bearer abc", good}, wantOut: "auth=Bearer abc\n"},
+		{name: "curl with --cacert= to a name the certificate lacks", argv: []string{"curl", "-sS", "--cacert=/tmp/ca.crt", "https://other.test:" + port + "/"}, wantErr: "curl: (60) SSL: no alternative certificate subject name matches target host name 'other.test'\n", wantCode: 60},
+		{name: "curl -k", argv: []string{"curl", "-sk", "https://other.test:" + port + "/"}, wantOut: "auth=\n"},
+		{name: "curl with a missing CA file", argv: []string{"curl", "-sS", "--cacert", "/tmp/none.crt", good}, wantErr: "curl: (77) error setting certificate file: /tmp/none.crt\n", wantCode: 77},
+		{name: "wget checks nothing and sends --header", argv: []string{"wget", "-qO-", "--no-check-certificate", "--header", "Authorization: Bearer xyz", "https://other.test:" + port + "/"}, wantOut: "auth=Bearer xyz\n"},
+		{name: "wget --header=", argv: []string{"wget", "-q", "--header=Authorization: Bearer q", "--output-document=-", good}, wantOut: "auth=Bearer q\n"},
+		{name: "wget with an unknown long option", argv: []string{"wget", "--frobnicate", good}, wantErr: "wget: unrecognized option '--frobnicate'\n", wantCode: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code, err := run(t, cfg, "", tc.argv...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out != tc.wantOut || errOut != tc.wantErr || code != tc.wantCode {
 				t.Errorf("%q = %q, stderr %q, code %d; want %q, %q, %d", tc.argv, out, errOut, code, tc.wantOut, tc.wantErr, tc.wantCode)
 			}
 		})
