@@ -79,7 +79,15 @@ func waitConverged(t testing.TB, c *etcdtest.Cluster, timeout time.Duration) int
 			var desc []string
 			for _, i := range running(c) {
 				st := status(c, i)
-				desc = append(desc, fmt.Sprintf("%s: %s term %d leader %s commit %d applied %d", st.Name, st.State, st.Term, st.Leader, st.Commit, st.Applied))
+				// Enough to tell a stuck member from a slow one: whether
+				// its clock still ticks, how long since it heard a leader,
+				// and, on a leader, how it sees each follower.
+				d := fmt.Sprintf("%s: %s term %d vote %s leader %s commit %d applied %d last %d ticks %d elapsed %d/%d",
+					st.Name, st.State, st.Term, st.Vote, st.Leader, st.Commit, st.Applied, st.LastIndex, st.Clock.Ticks, st.ElectionElapsed, st.RandomizedElectionTicks)
+				for id, pr := range st.Progress {
+					d += fmt.Sprintf(" [%s %s match %d next %d active %v paused %v]", id, pr.State, pr.Match, pr.Next, pr.RecentActive, pr.Paused)
+				}
+				desc = append(desc, d)
 			}
 			last = "no agreed leader: " + fmt.Sprint(desc)
 		}
