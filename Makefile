@@ -19,7 +19,7 @@ LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.buildID=$(BUILD_ID) $(KUBE_
 
 TEST_TIMEOUT ?= 20m
 
-.PHONY: build image run test race bench lint clean
+.PHONY: build image run test race fuzz bench lint clean
 
 ## build: a static linux binary at bin/klab (it must run FROM scratch in a container)
 build:
@@ -48,6 +48,28 @@ RACE_PKGS := ./cluster/etcd/... ./cluster/apiserver/... ./cluster/kubelet/...
 race:
 	$(GO) test -race -count=1 -timeout 45m -ldflags '$(KUBE_LDFLAGS)' $(RACE_PKGS)
 
+## fuzz: every fuzz test for FUZZTIME each (make test runs them on their
+## seeds only). go test -fuzz takes one function per package at a time, so
+## they are listed one by one; a failing input is written under the
+## package's testdata/fuzz, where make test replays it from then on.
+FUZZTIME ?= 60s
+FUZZ_TARGETS := \
+	./cluster/etcd:FuzzKVRequest \
+	./cluster/etcd/rafthttp:FuzzDecode \
+	./cluster/apiserver:FuzzDecodeCreate \
+	./cluster/apiserver:FuzzPatch \
+	./cluster/apiserver:FuzzUpdate \
+	./cluster/apiserver/auth:FuzzAuthorize \
+	./lessons:FuzzLoad
+fuzz:
+	@missing="$$(grep -rn --include='*_test.go' '^func Fuzz' cluster lessons | sed 's|^\([^:]*\)/[^/]*:[0-9]*:func \(Fuzz[A-Za-z0-9_]*\).*|./\1:\2|' | LC_ALL=C sort -u | grep -vxF "$$(printf '%s\n' $(FUZZ_TARGETS))")"; \
+	if [ -n "$$missing" ]; then echo "fuzz tests not in FUZZ_TARGETS: $$missing"; exit 1; fi
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t#*:}; \
+		echo "fuzz $$fn in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -count=1 -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -ldflags '$(KUBE_LDFLAGS)' $$pkg || exit 1; \
+	done
+
 ## bench: klab's etcd against real etcd side by side (tables on stdout), a 1 GiB
 ## etcd space quota filled and recovered from (NOSPACE, compaction, defrag), the
 ## API server's latencies (p50/p99), scheduling density, exec round trips and
@@ -56,7 +78,8 @@ race:
 ## start/stop times and memory, a reset to a lesson step of a 3+3 cluster
 ## (local and Docker), the workspace's CPU and what recording
 ## events.jsonl costs, then the Go benchmarks of every other
-## package that has some, and last the race detector (make race)
+## package that has some, every fuzz test for a minute (make fuzz), and last
+## the race detector (make race)
 bench:
 	$(GO) run ./bench/etcd/cmd/etcdbench
 	KLAB_LINW=1 KLAB_LINW_RUNS=10 $(GO) test -count=1 -timeout 30m -run '^TestLinearizabilityWide$$' -v ./cluster/etcd/
@@ -76,6 +99,7 @@ bench:
 	@pkgs="$$(grep -rl --include='*_test.go' '^func Benchmark' . | xargs -r -n1 dirname | grep -v '^./bench/' | LC_ALL=C sort -u)"; \
 	if [ -n "$$pkgs" ]; then $(GO) test -count=1 -run '^$$' -bench . -benchmem $$pkgs; fi
 	$(GO) run ./bench/soak/cmd/soakbench -for 10m -conns 10000
+	$(MAKE) fuzz
 	$(MAKE) race
 
 ## lint: go vet, gofmt, and golangci-lint when it is installed

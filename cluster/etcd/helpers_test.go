@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,18 +69,43 @@ func leaders(c *etcdtest.Cluster, among []int) []int {
 // waitConverged waits until every running member agrees on one leader and
 // has applied the same index, reaching the same revision: the logs have
 // converged. It returns the leader's index.
+//
+// timeout is counted on the wall clock and in the members' raft ticks:
+// raft elects in ticks, and on a starved machine (a load average of 50 on
+// two cores) a member's clock goroutine and raft loop run so seldom that
+// 30 s of wall time may hold a few dozen ticks, too few election rounds to
+// say anything. The wait goes on past timeout, up to starvedFactor times
+// it, while some running member has ticked less than timeout's worth; a
+// member that stops ticking altogether (a raft loop stuck for good) fails
+// at that cap, and the report says how far each clock got.
 func waitConverged(t testing.TB, c *etcdtest.Cluster, timeout time.Duration) int {
 	t.Helper()
 	lead := -1
 	var last string
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := start.Add(timeout)
+	ticks := newTickMeter(c)
+	extended := false
+	defer func() {
+		if took := time.Since(start); took > timeout/4 {
+			t.Logf("convergence took %v (%s)", took.Round(time.Millisecond), ticks.describe(c))
+		}
+	}()
 	for {
 		lead = c.Leader()
 		if lead < 0 {
 			var desc []string
 			for _, i := range running(c) {
 				st := status(c, i)
-				desc = append(desc, fmt.Sprintf("%s: %s term %d leader %s commit %d applied %d", st.Name, st.State, st.Term, st.Leader, st.Commit, st.Applied))
+				// Enough to tell a stuck member from a slow one: whether
+				// its clock still ticks, how long since it heard a leader,
+				// and, on a leader, how it sees each follower.
+				d := fmt.Sprintf("%s: %s term %d vote %s leader %s commit %d applied %d last %d ticks %d elapsed %d/%d",
+					st.Name, st.State, st.Term, st.Vote, st.Leader, st.Commit, st.Applied, st.LastIndex, st.Clock.Ticks, st.ElectionElapsed, st.RandomizedElectionTicks)
+				for id, pr := range st.Progress {
+					d += fmt.Sprintf(" [%s %s match %d next %d active %v paused %v]", id, pr.State, pr.Match, pr.Next, pr.RecentActive, pr.Paused)
+				}
+				desc = append(desc, d)
 			}
 			last = "no agreed leader: " + fmt.Sprint(desc)
 		}
@@ -100,10 +126,68 @@ func waitConverged(t testing.TB, c *etcdtest.Cluster, timeout time.Duration) int
 			last = fmt.Sprint(desc)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("members did not converge within %v (leader %d): %s", timeout, lead, last)
+			if ticks.behind(c, timeout) && time.Since(start) < starvedFactor*timeout {
+				if !extended {
+					extended = true
+					t.Logf("not converged after %v, but the members' clocks are behind the wall clock (%s): the machine is starved; waiting up to %v", timeout, ticks.describe(c), starvedFactor*timeout)
+				}
+			} else {
+				t.Fatalf("members did not converge within %v (leader %d; %s): %s", time.Since(start).Round(time.Millisecond), lead, ticks.describe(c), last)
+			}
 		}
 		time.Sleep(pollInterval)
 	}
+}
+
+// starvedFactor caps how far waitConverged stretches its timeout for
+// members whose clocks fall behind the wall clock.
+const starvedFactor = 4
+
+// tickMeter counts the raft ticks each member has made since it was made.
+type tickMeter struct {
+	start map[int]uint64
+}
+
+func newTickMeter(c *etcdtest.Cluster) *tickMeter {
+	tm := &tickMeter{start: map[int]uint64{}}
+	for _, i := range running(c) {
+		tm.start[i] = status(c, i).Clock.Ticks
+	}
+	return tm
+}
+
+// made is how many ticks member i has made since the meter started (all
+// of them if it was restarted or not running then).
+func (tm *tickMeter) made(st etcd.Status, i int) uint64 {
+	if s, ok := tm.start[i]; ok && st.Clock.Ticks >= s {
+		return st.Clock.Ticks - s
+	}
+	return st.Clock.Ticks
+}
+
+// behind reports whether some running member has made fewer ticks than
+// d holds at its tick interval.
+func (tm *tickMeter) behind(c *etcdtest.Cluster, d time.Duration) bool {
+	for _, i := range running(c) {
+		st := status(c, i)
+		if st.Clock.TickIntervalMS <= 0 {
+			continue
+		}
+		want := uint64(float64(d) / (st.Clock.TickIntervalMS * float64(time.Millisecond)))
+		if tm.made(st, i) < want {
+			return true
+		}
+	}
+	return false
+}
+
+func (tm *tickMeter) describe(c *etcdtest.Cluster) string {
+	var parts []string
+	for _, i := range running(c) {
+		st := status(c, i)
+		parts = append(parts, fmt.Sprintf("%s ticked %d times at %gms", st.Name, tm.made(st, i), st.Clock.TickIntervalMS))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // memberKVs reads every key under prefix from member i alone, with a

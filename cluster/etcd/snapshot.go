@@ -114,16 +114,23 @@ func (m *Member) incomingSnapPath(index uint64) string {
 
 // saveIncomingSnapshot stores the payload of a MsgSnap until raft hands the
 // snapshot back in a Ready.
+//
+// Each receive writes its own temporary file and renames it into place:
+// two snapshots for the same index can arrive at once (a deposed leader's
+// transfer still in flight when the new leader, at the same applied index,
+// sends its own), and with one shared ".part" file the second truncated
+// and renamed it under the first, leaving raft a file made of both.
 func (m *Member) saveIncomingSnapshot(msg *raftpb.Message, payload io.Reader) error {
 	if err := os.MkdirAll(m.snapDir(), 0o700); err != nil {
 		return err
 	}
-	final := m.incomingSnapPath(msg.GetSnapshot().GetMetadata().GetIndex())
-	tmp := final + ".part"
-	f, err := os.Create(tmp)
+	index := msg.GetSnapshot().GetMetadata().GetIndex()
+	final := m.incomingSnapPath(index)
+	f, err := os.CreateTemp(m.snapDir(), strconv.FormatUint(index, 10)+".db.*.part")
 	if err != nil {
 		return err
 	}
+	tmp := f.Name()
 	_, err = io.Copy(f, payload)
 	if err == nil && !m.cfg.NoFsync {
 		err = f.Sync()
@@ -131,11 +138,14 @@ func (m *Member) saveIncomingSnapshot(msg *raftpb.Message, payload io.Reader) er
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil {
+		err = os.Rename(tmp, final)
+	}
 	if err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("receive snapshot: %w", err)
 	}
-	return os.Rename(tmp, final)
+	return nil
 }
 
 // installSnapshot replaces the key-value state with the snapshot's, inside
