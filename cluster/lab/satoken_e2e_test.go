@@ -2,12 +2,14 @@ package lab
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -137,6 +139,33 @@ func checkServiceAccountMount(t *testing.T, f *loopFixture) {
 	}
 	if _, err := podClient.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("listing pods with the default account's token: %v, want upstream's 403", err)
+	}
+
+	// Inside the pod, a client with the mounted token and CA reaches the
+	// API server by its in-cluster name once the account may view the
+	// namespace: curl checks the server's certificate against ca.crt, so
+	// the name must be one the API server's certificate carries.
+	listPods := `curl -sS --cacert ` + saDir + `/ca.crt -H "Authorization: Bearer $(cat ` + saDir + `/token)" https://kubernetes.default.svc/api/v1/namespaces/default/pods`
+	if out, err := execIn(ctx, f, "with-token", "sh", "-c", listPods); err != nil || !strings.Contains(out, `"code":403`) && !strings.Contains(out, `"code": 403`) {
+		t.Errorf("in-pod list before the binding: %v\n%s\nwant the API server's 403 Status", err, out)
+	}
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "default-view"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: "default"}},
+	}
+	if _, err := f.client.RbacV1().RoleBindings("default").Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually(time.Minute, "the pod's own client listing pods through kubernetes.default.svc", func() (bool, error) {
+		out, err := execIn(ctx, f, "with-token", "sh", "-c", listPods)
+		if err != nil {
+			return false, fmt.Errorf("%v: %s", err, out)
+		}
+		return strings.Contains(out, `"kind":"PodList"`) && strings.Contains(out, `"name":"with-token"`), nil
+	})
+	if out, err := execIn(ctx, f, "with-token", "sh", "-c", `curl -sS https://kubernetes.default.svc/api`); err == nil || !strings.Contains(out, "curl: (60) SSL certificate problem") {
+		t.Errorf("curl without the pod's CA: %v\n%s\nwant curl's certificate error (60)", err, out)
 	}
 
 	// automountServiceAccountToken: false leaves no directory.
