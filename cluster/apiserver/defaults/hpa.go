@@ -51,7 +51,10 @@ func scalingRules(r *autoscalingv2.HPAScalingRules, window *int32, policies []au
 	if r.SelectPolicy == nil {
 		r.SelectPolicy = ptr.To(autoscalingv2.MaxChangePolicySelect)
 	}
-	if r.Policies == nil {
+	// Upstream fills only a nil list and its validation refuses an empty
+	// one; klab does not validate behavior, so an empty list is filled
+	// too rather than leave a rule that can never scale.
+	if len(r.Policies) == 0 {
 		r.Policies = policies
 	}
 	return r
