@@ -27,11 +27,13 @@ func defaultHPA(hpa *autoscalingv2.HorizontalPodAutoscaler) {
 		}}
 	}
 	if b := hpa.Spec.Behavior; b != nil {
-		b.ScaleUp = scalingRules(b.ScaleUp, 0, []autoscalingv2.HPAScalingPolicy{
+		b.ScaleUp = scalingRules(b.ScaleUp, ptr.To[int32](0), []autoscalingv2.HPAScalingPolicy{
 			{Type: autoscalingv2.PodsScalingPolicy, Value: 4, PeriodSeconds: 15},
 			{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15},
 		})
-		b.ScaleDown = scalingRules(b.ScaleDown, 300, []autoscalingv2.HPAScalingPolicy{
+		// The scale-down window stays unset: the controller applies its
+		// --horizontal-pod-autoscaler-downscale-stabilization.
+		b.ScaleDown = scalingRules(b.ScaleDown, nil, []autoscalingv2.HPAScalingPolicy{
 			{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15},
 		})
 	}
@@ -39,16 +41,19 @@ func defaultHPA(hpa *autoscalingv2.HorizontalPodAutoscaler) {
 
 // scalingRules is GenerateHPAScaleUpRules / GenerateHPAScaleDownRules:
 // each unset field of r takes the default.
-func scalingRules(r *autoscalingv2.HPAScalingRules, window int32, policies []autoscalingv2.HPAScalingPolicy) *autoscalingv2.HPAScalingRules {
+func scalingRules(r *autoscalingv2.HPAScalingRules, window *int32, policies []autoscalingv2.HPAScalingPolicy) *autoscalingv2.HPAScalingRules {
 	if r == nil {
 		r = &autoscalingv2.HPAScalingRules{}
 	}
 	if r.StabilizationWindowSeconds == nil {
-		r.StabilizationWindowSeconds = ptr.To(window)
+		r.StabilizationWindowSeconds = window
 	}
 	if r.SelectPolicy == nil {
 		r.SelectPolicy = ptr.To(autoscalingv2.MaxChangePolicySelect)
 	}
+	// Upstream fills only a nil list and its validation refuses an empty
+	// one; klab does not validate behavior, so an empty list is filled
+	// too rather than leave a rule that can never scale.
 	if len(r.Policies) == 0 {
 		r.Policies = policies
 	}

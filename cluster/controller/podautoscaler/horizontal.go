@@ -12,13 +12,15 @@
 //
 // It acts on Resource metrics (cpu and memory; Utilization and
 // AverageValue targets). Other metric types are stored and shown but
-// reported as not supported. spec.behavior's stabilization windows are
-// honoured; its rate policies are not applied (the scale-up limit without
-// a behavior, max(2×current, 4), is).
+// reported as not supported. Without spec.behavior it applies upstream's
+// flags (the downscale stabilization window and the scale-up limit
+// max(2×current, 4)); with one, its stabilization windows and rate
+// policies (behavior.go).
 //
 // Its timings are upstream's flags divided by the lab's speed (package
-// timing): at speed 10 an HPA is looked at every 1.5 s and scales in once
-// no higher recommendation was made in the last 30 s.
+// timing), and so are a behavior's windows and periods: at speed 10 an HPA
+// is looked at every 1.5 s and scales in once no higher recommendation was
+// made in the last 30 s.
 //
 // Its shape is sample-controller's: handlers only enqueue HPA keys; one
 // sync converges one HPA and asks to be run again a sync period later.
@@ -67,13 +69,18 @@ type Controller struct {
 	podLister corelisters.PodLister
 	synced    []cache.InformerSynced
 
+	speed                        timing.Speed
 	syncPeriod                   time.Duration
 	downscaleStabilisationWindow time.Duration
 	calc                         *replicaCalculator
 
-	// recommendations are each HPA's recent recommendations.
+	// recommendations are each HPA's recent recommendations; scaleUpEvents
+	// and scaleDownEvents the scalings it made, for spec.behavior's rate
+	// policies.
 	mu              sync.Mutex
 	recommendations map[string][]timestampedRecommendation
+	scaleUpEvents   map[string][]timestampedScaleEvent
+	scaleDownEvents map[string][]timestampedScaleEvent
 
 	queue  workqueue.TypedRateLimitingInterface[string]
 	logger *slog.Logger
@@ -91,9 +98,12 @@ func Init(ctx context.Context, c controllerctx.Context) (controllerctx.Controlle
 		now:                          time.Now,
 		hpaLister:                    hpaInformer.Lister(),
 		podLister:                    podInformer.Lister(),
+		speed:                        c.Speed,
 		syncPeriod:                   c.Speed.Scale(timing.HPASyncPeriod),
 		downscaleStabilisationWindow: c.Speed.Scale(timing.HPADownscaleStabilization),
 		recommendations:              map[string][]timestampedRecommendation{},
+		scaleUpEvents:                map[string][]timestampedScaleEvent{},
+		scaleDownEvents:              map[string][]timestampedScaleEvent{},
 		queue:                        controllerutil.NewQueue[string](Name),
 		logger:                       c.Logger.With("controller", Name),
 	}
@@ -149,6 +159,8 @@ func (a *Controller) forget(obj any) {
 	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 		a.mu.Lock()
 		delete(a.recommendations, key)
+		delete(a.scaleUpEvents, key)
+		delete(a.scaleDownEvents, key)
 		a.mu.Unlock()
 	}
 }

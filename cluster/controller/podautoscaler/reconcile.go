@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -24,6 +23,8 @@ const (
 	reasonSucceededRescale    = "SucceededRescale"
 	reasonReadyForNewScale    = "ReadyForNewScale"
 	reasonScaleDownStabilized = "ScaleDownStabilized"
+	reasonScaleUpStabilized   = "ScaleUpStabilized"
+	reasonScaleDownLimit      = "ScaleDownLimit"
 	reasonScalingDisabled     = "ScalingDisabled"
 	reasonValidMetricFound    = "ValidMetricFound"
 	reasonFailedGetMetric     = "FailedGetResourceMetric"
@@ -92,7 +93,11 @@ func (a *Controller) reconcile(ctx context.Context, key string, hpa *autoscaling
 		if desired < current {
 			rescaleReason = "All metrics below target"
 		}
-		desired = a.normalizeDesiredReplicas(hpa, key, current, desired, minReplicas)
+		if hpa.Spec.Behavior == nil {
+			desired = a.normalizeDesiredReplicas(hpa, key, current, desired, minReplicas)
+		} else {
+			desired = a.normalizeDesiredReplicasWithBehaviors(hpa, key, current, desired, minReplicas)
+		}
 		rescale = desired != current
 	}
 
@@ -107,6 +112,7 @@ func (a *Controller) reconcile(ctx context.Context, key string, hpa *autoscaling
 		}
 		setCondition(hpa, autoscalingv2.AbleToScale, corev1.ConditionTrue, reasonSucceededRescale, "the HPA controller was able to update the target scale to %d", desired)
 		a.recorder.Eventf(hpa, corev1.EventTypeNormal, eventSuccessfulRescale, "New size: %d; reason: %s", desired, rescaleReason)
+		a.storeScaleEvent(hpa.Spec.Behavior, key, current, desired)
 		a.logger.Info("successful rescale", "hpa", key, "currentReplicas", current, "desiredReplicas", desired, "reason", rescaleReason)
 		now := metav1.NewTime(a.now())
 		hpa.Status.LastScaleTime = &now
@@ -233,20 +239,11 @@ func (a *Controller) resourceMetrics(ctx context.Context, ns string, res corev1.
 	return out, nil
 }
 
-// normalizeDesiredReplicas applies the stabilization window (from the
-// behavior's scaleDown rule, or the controller's flag) and the bounds.
+// normalizeDesiredReplicas is upstream's for an HPA without a behavior:
+// the highest recommendation within the downscale stabilization window,
+// bounded by minReplicas, maxReplicas and the scale-up limit.
 func (a *Controller) normalizeDesiredReplicas(hpa *autoscalingv2.HorizontalPodAutoscaler, key string, current, prenormalized, minReplicas int32) int32 {
-	downWindow := a.downscaleStabilisationWindow
-	upWindow := time.Duration(0)
-	if b := hpa.Spec.Behavior; b != nil {
-		if b.ScaleDown != nil && b.ScaleDown.StabilizationWindowSeconds != nil {
-			downWindow = time.Duration(*b.ScaleDown.StabilizationWindowSeconds) * time.Second
-		}
-		if b.ScaleUp != nil && b.ScaleUp.StabilizationWindowSeconds != nil {
-			upWindow = time.Duration(*b.ScaleUp.StabilizationWindowSeconds) * time.Second
-		}
-	}
-	stabilized := a.stabilizeRecommendation(key, prenormalized, current, upWindow, downWindow)
+	stabilized := a.stabilizeRecommendation(key, prenormalized)
 	if stabilized != prenormalized {
 		setCondition(hpa, autoscalingv2.AbleToScale, corev1.ConditionTrue, reasonScaleDownStabilized, "recent recommendations were higher than current one, applying the highest recent recommendation")
 	} else {
@@ -271,36 +268,30 @@ func (a *Controller) recordInitialRecommendation(key string, current int32) {
 	}
 }
 
-// stabilizeRecommendation returns, for a scale-in, the highest
-// recommendation within the downscale window, and for a scale-out the
-// lowest within the upscale window; it records the new one.
-func (a *Controller) stabilizeRecommendation(key string, prenormalized, current int32, upWindow, downWindow time.Duration) int32 {
+// stabilizeRecommendation returns the highest recommendation within the
+// downscale stabilization window (the new one included) and records the
+// new one, in the slot of one older than the window if there is one.
+func (a *Controller) stabilizeRecommendation(key string, prenormalized int32) int32 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := a.now()
-	upRecommendation, downRecommendation := prenormalized, prenormalized
-	kept := a.recommendations[key][:0]
-	for _, r := range a.recommendations[key] {
-		age := now.Sub(r.timestamp)
-		if age < upWindow && r.replicas < upRecommendation {
-			upRecommendation = r.replicas
-		}
-		if age < downWindow && r.replicas > downRecommendation {
-			downRecommendation = r.replicas
-		}
-		if age < max(upWindow, downWindow) {
-			kept = append(kept, r)
+	cutoff := now.Add(-a.downscaleStabilisationWindow)
+	maxRecommendation := prenormalized
+	oldSample := -1
+	for i, r := range a.recommendations[key] {
+		if r.timestamp.Before(cutoff) {
+			oldSample = i
+		} else if r.replicas > maxRecommendation {
+			maxRecommendation = r.replicas
 		}
 	}
-	a.recommendations[key] = append(kept, timestampedRecommendation{prenormalized, now})
-	recommendation := current
-	if recommendation < upRecommendation {
-		recommendation = upRecommendation
+	entry := timestampedRecommendation{prenormalized, now}
+	if oldSample >= 0 {
+		a.recommendations[key][oldSample] = entry
+	} else {
+		a.recommendations[key] = append(a.recommendations[key], entry)
 	}
-	if recommendation > downRecommendation {
-		recommendation = downRecommendation
-	}
-	return recommendation
+	return maxRecommendation
 }
 
 // convertDesiredReplicasWithRules bounds desired by minReplicas,

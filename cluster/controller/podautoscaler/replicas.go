@@ -161,21 +161,21 @@ func (c *replicaCalculator) groupPods(pods []*corev1.Pod, metrics map[string]pod
 			continue
 		}
 		if res == corev1.ResourceCPU {
-			ready, readyTransition := podReady(pod)
-			if readyTransition.IsZero() || pod.Status.StartTime == nil {
-				unready[pod.Name] = true
-				continue
-			}
-			start := pod.Status.StartTime.Time
+			// A pod without a Ready condition or a start time is unready;
+			// otherwise what upstream's groupPods decides from the
+			// condition's status and last transition.
+			cond := readyCondition(pod)
 			var isUnready bool
-			if start.Add(c.cpuInitializationPeriod).After(c.now()) {
+			if cond == nil || pod.Status.StartTime == nil {
+				isUnready = true
+			} else if start := pod.Status.StartTime.Time; start.Add(c.cpuInitializationPeriod).After(c.now()) {
 				// Still initialising: the metric must come from after
-				// the pod became ready, over a full window.
-				isUnready = !ready || metric.timestamp.Before(readyTransition.Add(metric.window))
+				// the last readiness transition, over a full window.
+				isUnready = cond.Status == corev1.ConditionFalse || metric.timestamp.Before(cond.LastTransitionTime.Add(metric.window))
 			} else {
-				// Past it: unready only if it never became ready after
-				// its initial readiness delay.
-				isUnready = !ready && start.Add(c.delayOfInitialReadinessStatus).After(readyTransition)
+				// Past it: unready only if it is unready now and never
+				// became ready after its initial readiness delay.
+				isUnready = cond.Status == corev1.ConditionFalse && start.Add(c.delayOfInitialReadinessStatus).After(cond.LastTransitionTime.Time)
 			}
 			if isUnready {
 				unready[pod.Name] = true
@@ -187,13 +187,14 @@ func (c *replicaCalculator) groupPods(pods []*corev1.Pod, metrics map[string]pod
 	return readyCount, unready, missing, ignored
 }
 
-func podReady(pod *corev1.Pod) (bool, time.Time) {
-	for _, cond := range pod.Status.Conditions {
-		if cond.Type == corev1.PodReady {
-			return cond.Status == corev1.ConditionTrue, cond.LastTransitionTime.Time
+// readyCondition returns the pod's Ready condition, nil when it has none.
+func readyCondition(pod *corev1.Pod) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == corev1.PodReady {
+			return &pod.Status.Conditions[i]
 		}
 	}
-	return false, time.Time{}
+	return nil
 }
 
 // podRequests sums each pod's containers' requests (milli-units); a

@@ -3,7 +3,9 @@
 // identity, its ordinal (web-0, web-1, ...), its hostname and, through the
 // set's headless Service, its DNS name. With the default OrderedReady
 // policy Pods are created one at a time from ordinal 0 up, each only once
-// every lower one is Running and Ready, and removed one at a time from the
+// every lower one is Running, Ready and Available (Ready for
+// spec.minReadySeconds, which status.availableReplicas counts), and
+// removed one at a time from the
 // highest ordinal down; with Parallel they are created and removed at once.
 //
 // Its shape is sample-controller's: informer handlers only enqueue keys and
@@ -14,14 +16,14 @@
 //
 // A changed template is rolled out through ControllerRevisions
 // (revisions.go): with RollingUpdate, Pods are replaced one at a time from
-// the highest ordinal down, each once the one above it is Running and
-// Ready again, and the ordinals below spec.updateStrategy.rollingUpdate.
+// the highest ordinal down, each once the one above it is Running, Ready
+// and Available again, and the ordinals below spec.updateStrategy.rollingUpdate.
 // partition keep the old revision; with OnDelete a Pod takes the new
 // template only when someone deletes it. `kubectl rollout history`,
 // `rollout undo` and `rollout status` read and write that history.
 //
 // Not built: volumeClaimTemplates' claims (klab serves no
-// PersistentVolumeClaims), adoption of orphan Pods and minReadySeconds.
+// PersistentVolumeClaims) and adoption of orphan Pods.
 package statefulset
 
 import (

@@ -2,7 +2,9 @@ package statefulset
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -198,5 +200,62 @@ func TestPodIdentity(t *testing.T) {
 		if _, ok := ordinalOf(set, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}}); ok {
 			t.Errorf("ordinalOf(%q) accepted", name)
 		}
+	}
+}
+
+// TestMinReadySeconds: with minReadySeconds, the next ordinal waits until
+// the one before has been Ready that long (upstream's
+// isRunningAndAvailable), the set is looked at again when it will be, and
+// only then is the Pod counted in status.availableReplicas.
+func TestMinReadySeconds(t *testing.T) {
+	set := newSet(3, appsv1.OrderedReadyPodManagement)
+	set.Spec.MinReadySeconds = 30
+	readyAgo := func(d time.Duration) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(time.Now().Add(-d))
+		}
+	}
+	tests := []struct {
+		name          string
+		pod           *corev1.Pod
+		wantActions   []string
+		wantRequeue   bool
+		wantAvailable int32
+	}{
+		{"web-1 waits for web-0 to be available", pod(set, 0, readyAgo(time.Second)),
+			[]string{"update statefulsets/status web"}, true, 0},
+		{"web-1 follows an available web-0", pod(set, 0, readyAgo(time.Minute)),
+			[]string{"create pods web-1", "update statefulsets/status web"}, false, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			objects := []runtime.Object{set, tc.pod}
+			f := controllertest.New(objects...)
+			ssc, err := newController(f.Context)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Index(objects...); err != nil {
+				t.Fatal(err)
+			}
+			err = ssc.sync(context.Background(), "default/web")
+			if (err != nil) != tc.wantRequeue {
+				t.Fatalf("sync error = %v, want a requeue: %v", err, tc.wantRequeue)
+			}
+			actions := f.Actions()
+			if len(actions) > 0 && actions[0] != tc.wantActions[0] && strings.HasPrefix(actions[0], "create controllerrevisions") {
+				actions = actions[1:]
+			}
+			if diff := cmp.Diff(tc.wantActions, actions); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+			got, err := f.Client.AppsV1().StatefulSets("default").Get(context.Background(), "web", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status.AvailableReplicas != tc.wantAvailable || got.Status.ReadyReplicas != 1 {
+				t.Errorf("ready, available = %d, %d; want 1, %d", got.Status.ReadyReplicas, got.Status.AvailableReplicas, tc.wantAvailable)
+			}
+		})
 	}
 }

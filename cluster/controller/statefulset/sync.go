@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -97,7 +98,20 @@ func (ssc *Controller) sync(ctx context.Context, key string) error {
 	if manageErr != nil {
 		return manageErr
 	}
-	return ssc.truncateHistory(ctx, set, owned, revisions, current, update)
+	if err := ssc.truncateHistory(ctx, set, owned, revisions, current, update); err != nil {
+		return err
+	}
+	// A Ready Pod becomes Available minReadySeconds later without an
+	// event to say so: look again then, as upstream re-queues the set.
+	if set.Spec.MinReadySeconds > 0 {
+		now := metav1.Now()
+		for _, pod := range byOrdinal {
+			if isHealthy(pod) && !controllerutil.IsPodAvailable(pod, set.Spec.MinReadySeconds, now) {
+				return controllerutil.RequeueAfter(time.Duration(set.Spec.MinReadySeconds) * time.Second)
+			}
+		}
+	}
+	return nil
 }
 
 // manage creates the missing Pods and removes the condemned ones, in order
@@ -129,8 +143,10 @@ func (ssc *Controller) manage(ctx context.Context, set *appsv1.StatefulSet, sets
 			if ordered {
 				return nil
 			}
-		case ordered && !isHealthy(pod):
-			return nil // wait for it before touching any higher ordinal
+		case ordered && !isAvailable(set, pod, metav1.Now()):
+			// Wait for it to be Running, Ready and Available
+			// (minReadySeconds) before touching any higher ordinal.
+			return nil
 		}
 	}
 	// Scale down from the highest ordinal, one at a time when ordered and
@@ -178,8 +194,8 @@ func (ssc *Controller) rollingUpdate(ctx context.Context, set *appsv1.StatefulSe
 		if pod.Labels[podRevisionLabel] != update.Name && pod.DeletionTimestamp == nil {
 			return ssc.deletePod(ctx, set, pod)
 		}
-		if !isHealthy(pod) {
-			return nil
+		if !isAvailable(set, pod, metav1.Now()) {
+			return nil // wait for the updated Pod to be Available
 		}
 	}
 	return nil
@@ -209,6 +225,12 @@ func newVersionedPod(sets revisionSets, ordinal int) *corev1.Pod {
 // out: the one a rollout or an ordered scale may go past.
 func isHealthy(pod *corev1.Pod) bool {
 	return pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodRunning && controllerutil.IsPodReady(pod)
+}
+
+// isAvailable is upstream's isRunningAndAvailable for a Pod not on its way
+// out: Running and Ready for at least the set's minReadySeconds.
+func isAvailable(set *appsv1.StatefulSet, pod *corev1.Pod, now metav1.Time) bool {
+	return isHealthy(pod) && controllerutil.IsPodAvailable(pod, set.Spec.MinReadySeconds, now)
 }
 
 // newPod is the Pod of ordinal i: the template with the set's identity
@@ -280,7 +302,9 @@ func (ssc *Controller) updateStatus(ctx context.Context, set *appsv1.StatefulSet
 		status.Replicas++
 		if pod.Status.Phase == corev1.PodRunning && controllerutil.IsPodReady(pod) {
 			status.ReadyReplicas++
-			status.AvailableReplicas++
+			if controllerutil.IsPodAvailable(pod, set.Spec.MinReadySeconds, metav1.Now()) {
+				status.AvailableReplicas++
+			}
 		}
 		if pod.Labels[podRevisionLabel] == sets.currentRevision.Name {
 			status.CurrentReplicas++
