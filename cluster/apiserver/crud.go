@@ -96,6 +96,9 @@ func (s *Server) create(w http.ResponseWriter, req *request) {
 		return
 	}
 	addWarnings(w, warnings)
+	if m, err := meta.Accessor(obj); err == nil {
+		req.bodyName = m.GetName()
+	}
 	if req.res.Virtual {
 		s.createVirtual(w, req, obj)
 		return

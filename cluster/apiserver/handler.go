@@ -29,6 +29,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// stream; empty for requests that were never authorized (public
 	// paths, 401s).
 	var authz authzOutcome
+	// req is the resource request once it is routed; a create names its
+	// object only in the body, and the stream names it from there.
+	var req *request
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -42,6 +45,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			ev.Groups = user.Groups
 		}
 		ev.Decision, ev.Reason = authz.decision, authz.reason
+		if ev.Name == "" && req != nil {
+			ev.Name = req.bodyName
+		}
 		s.requests.Publish(ev)
 	}()
 	if !longRunning(info) {
@@ -87,7 +93,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(rec, r, notFoundResource())
 		return
 	}
-	req := &request{Request: r, info: info, user: user, res: res}
+	req = &request{Request: r, info: info, user: user, res: res}
 	s.serveResource(rec, req)
 }
 
@@ -161,6 +167,10 @@ type request struct {
 	// parent resource is recorded under in managedFields (a scale writes
 	// the parent's spec.replicas, and upstream records it as "scale").
 	fieldsSubresource string
+	// bodyName is the name the object in a create's body carries, which
+	// the URL does not: upstream's audit fills objectRef.name from the
+	// request object the same way, and the request stream shows it.
+	bodyName string
 }
 
 // managedSubresource is the subresource the request's write is recorded

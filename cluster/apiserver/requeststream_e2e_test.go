@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -96,4 +97,38 @@ func TestRequestStreamShowsAuthorization(t *testing.T) {
 	if ev.Code != 403 || ev.Decision != apiserver.DecisionForbid || ev.Reason != "" {
 		t.Errorf("forbidden list: code %d decision %q reason %q; want 403 %q and no reason", ev.Code, ev.Decision, ev.Reason, apiserver.DecisionForbid)
 	}
+}
+
+// TestRequestStreamNamesCreatedObject checks that a create, whose URL
+// names no object, is shown in the stream with the name its body carries,
+// as upstream's audit fills objectRef.name from the request object: a
+// student filtering the stream by a pod's name finds the create too.
+func TestRequestStreamNamesCreatedObject(t *testing.T) {
+	testenv.EndToEnd(t)
+	c := apiservertest.New(t, apiservertest.Options{})
+	admin := c.Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stream, err := admin.CoreV1().RESTClient().Get().AbsPath("/debug/klab/events").Stream(ctx)
+	if err != nil {
+		t.Fatalf("request stream: %v", err)
+	}
+	defer stream.Close()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "named-in-body"}}
+	if _, err := admin.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	sc := bufio.NewScanner(stream)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var ev apiserver.RequestEvent
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Verb != "create" || ev.Resource != "configmaps" {
+			continue
+		}
+		if ev.Name != "named-in-body" || ev.Namespace != "default" || ev.Code != 201 {
+			t.Fatalf("create in the stream: %s/%s code %d; want default/named-in-body 201", ev.Namespace, ev.Name, ev.Code)
+		}
+		return
+	}
+	t.Fatalf("no create of configmaps in the stream: %v", sc.Err())
 }

@@ -604,18 +604,41 @@ func wrapUnder(l string, width int) []string {
 }
 
 // wrapWide wraps a line wider than width: at spaces where it can, and
-// through a word where it must (x/ansi's Wrap leaves a word of hyphens
-// alone).
+// through a word only where one is wider than the line. It never breaks
+// at a hyphen, as x/ansi's Wrap does: a command's `--flag` split after its
+// first dash reads as two words and cannot be copied.
 func wrapWide(l string, width int) []string {
-	if common.Width(l) <= width {
+	total := common.Width(l)
+	if total <= width || width <= 0 {
 		return []string{l}
 	}
-	var out []string
-	for _, part := range strings.Split(xansi.Wrap(l, width, ""), "\n") {
-		if common.Width(part) > width {
-			part = xansi.Hardwrap(part, width, true)
+	// spaces holds the cell at which each space of the plain text starts.
+	spaces := map[int]bool{}
+	cell := 0
+	for _, r := range xansi.Strip(l) {
+		if r == ' ' {
+			spaces[cell] = true
 		}
-		out = append(out, strings.Split(part, "\n")...)
+		cell += common.Width(string(r))
+	}
+	var out []string
+	start := 0
+	for total-start > width {
+		cut, next := start+width, start+width
+		for p := start + width; p > start; p-- {
+			if spaces[p] {
+				cut, next = p, p+1
+				break
+			}
+		}
+		out = append(out, xansi.Cut(l, start, cut))
+		start = next
+		for spaces[start] && start < total {
+			start++
+		}
+	}
+	if start < total {
+		out = append(out, xansi.Cut(l, start, total))
 	}
 	return out
 }
