@@ -93,7 +93,7 @@ func (b *bringUp) ensureDNSAddon(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return ensureDNSObjects(ctx, client, ip)
+	return whileTransient(ctx, func(ctx context.Context) error { return ensureDNSObjects(ctx, client, ip) })
 }
 
 func ensureDNSObjects(ctx context.Context, client kubernetes.Interface, clusterIP string) error {

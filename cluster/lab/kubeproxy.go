@@ -39,7 +39,10 @@ func (b *bringUp) ensureProxyConfig(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = client.CoreV1().ConfigMaps(proxy.ConfigMapNamespace).Create(ctx, cm, metav1.CreateOptions{})
+	err = whileTransient(ctx, func(ctx context.Context) error {
+		_, err := client.CoreV1().ConfigMaps(proxy.ConfigMapNamespace).Create(ctx, cm, metav1.CreateOptions{})
+		return err
+	})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create ConfigMap %s/%s: %w", proxy.ConfigMapNamespace, proxy.ConfigMapName, err)
 	}
