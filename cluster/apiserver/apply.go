@@ -52,6 +52,9 @@ func (s *Server) apply(req *request, data []byte, opts metav1.PatchOptions) (run
 	if m, _ := meta.Accessor(obj); m.GetName() != req.info.name {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), req.info.name))
 	}
+	if err := s.admitNodeRestriction(req.Context(), admissionFor(req, opCreate, obj, nil)); err != nil {
+		return nil, err
+	}
 	return s.createObject(req.Context(), req.res, req.info.namespace, obj,
 		writeParams{dryRun: isDryRun(req.Request), manager: opts.FieldManager, applied: true})
 }

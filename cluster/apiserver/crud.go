@@ -111,6 +111,10 @@ func (s *Server) create(w http.ResponseWriter, req *request) {
 		writeError(w, req.Request, err)
 		return
 	}
+	if err := s.admitNodeRestriction(req.Context(), admissionFor(req, opCreate, obj, nil)); err != nil {
+		writeError(w, req.Request, err)
+		return
+	}
 	if csr, ok := obj.(*certificatesv1.CertificateSigningRequest); ok {
 		setRequester(csr, req.user)
 	}
@@ -188,6 +192,7 @@ func (s *Server) createObject(ctx context.Context, res *registry.Resource, names
 			return nil, err
 		}
 		s.notePolicyWrite(stored, false)
+		s.notePodWrite(stored, false)
 		return s.fromStorage(res, stored), nil
 	}
 }
@@ -277,6 +282,9 @@ func (s *Server) updateObject(ctx context.Context, req *request, newObject func(
 		if err := prepareForUpdate(res, sub, obj, current); err != nil {
 			return nil, err
 		}
+		if err := s.admitNodeRestriction(ctx, admissionFor(req, opUpdate, obj, current)); err != nil {
+			return nil, err
+		}
 		if !req.applied {
 			// After the strategy, so the defaults it fills in are no
 			// change and what it resets is nobody's.
@@ -325,6 +333,7 @@ func (s *Server) updateObject(ctx context.Context, req *request, newObject func(
 	updated := s.fromStorage(res, stored)
 	s.releaseDropped(ctx, updated, lastCurrent)
 	s.notePolicyWrite(updated, false)
+	s.notePodWrite(updated, false)
 	// An object being deleted goes once its last finalizer is removed.
 	if m, _ := meta.Accessor(updated); m.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) == 0 && readyToGo(res, updated) {
 		if _, err := s.store.Delete(ctx, s.storageResource(res), req.info.namespace, req.info.name, sameRevision(m.GetResourceVersion())); err == nil {

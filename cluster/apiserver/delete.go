@@ -29,6 +29,10 @@ func (s *Server) delete(w http.ResponseWriter, req *request) {
 		writeError(w, req.Request, err)
 		return
 	}
+	if err := s.admitNodeRestriction(req.Context(), admissionFor(req, opDelete, nil, nil)); err != nil {
+		writeError(w, req.Request, err)
+		return
+	}
 	obj, gone, err := s.deleteObject(req.Context(), req.res, req.info.namespace, req.info.name, opts)
 	if err != nil {
 		writeError(w, req.Request, err)
@@ -98,6 +102,7 @@ func (s *Server) deleteObject(ctx context.Context, res *registry.Resource, names
 	deleted = s.fromStorage(res, deleted)
 	s.releaseAll(ctx, res, deleted)
 	s.notePolicyWrite(deleted, true)
+	s.notePodWrite(deleted, true)
 	return deleted, true, nil
 }
 

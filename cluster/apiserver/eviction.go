@@ -59,6 +59,10 @@ func (s *Server) evict(w http.ResponseWriter, req *request) {
 		writeError(w, req.Request, apierrors.NewBadRequest("name in URL does not match name in Eviction object"))
 		return
 	}
+	if err := s.admitNodeRestriction(req.Context(), admissionFor(req, opCreate, eviction, nil)); err != nil {
+		writeError(w, req.Request, err)
+		return
+	}
 	opts, err := evictionDeleteOptions(req.Request, eviction)
 	if err != nil {
 		writeError(w, req.Request, err)

@@ -81,7 +81,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	decision, reason := s.authz.Authorize(attrs)
 	authz = newAuthzOutcome(decision, reason)
 	if decision != auth.DecisionAllow {
-		writeError(rec, r, forbidden(info, attrs))
+		writeError(rec, r, forbiddenBecause(info, attrs, reason))
 		return
 	}
 	if !info.resourceRequest {
@@ -183,7 +183,18 @@ func (r *request) managedSubresource() string {
 }
 
 func forbidden(info requestInfo, attrs auth.Attributes) error {
+	return forbiddenBecause(info, attrs, "")
+}
+
+// forbiddenBecause is forbidden with the authorizers' reason after the
+// message, as upstream's responsewriters.Forbidden writes it:
+//
+//	secrets "x" is forbidden: User "system:node:b" cannot get resource "secrets" in API group "" in the namespace "default": no relationship found between node 'b' and this object
+func forbiddenBecause(info requestInfo, attrs auth.Attributes, reason string) error {
 	msg := auth.ForbiddenMessage(attrs)
+	if reason != "" {
+		msg += ": " + reason
+	}
 	if !info.resourceRequest {
 		err := apierrors.NewForbidden(schemaGroupResource("", ""), "", fmt.Errorf("%s", msg))
 		err.ErrStatus.Message = "forbidden: " + msg

@@ -53,8 +53,19 @@ func (s *Server) watchPolicy(ctx context.Context) error {
 	for _, k := range kinds {
 		res, _ := s.reg.Lookup(k.gvr)
 		var once bool
+		sink := watchSink{
+			replace: func(objs []runtime.Object) {
+				listed := make([]any, len(objs))
+				for i, o := range objs {
+					listed[i] = o
+				}
+				s.authz.Replace(k.kind, listed)
+			},
+			set:    func(obj runtime.Object) { s.authz.Set(obj) },
+			delete: func(obj runtime.Object) { s.authz.Delete(obj) },
+		}
 		s.life.Go(func() {
-			s.followPolicy(watchCtx, res, k.kind, func() {
+			s.followResource(watchCtx, res, sink, func() {
 				if !once {
 					once = true
 					synced <- struct{}{}
@@ -74,9 +85,16 @@ func (s *Server) watchPolicy(ctx context.Context) error {
 	return nil
 }
 
-// followPolicy watches one RBAC resource until ctx ends, telling the
-// authorizer each change; synced is called after each complete list.
-func (s *Server) followPolicy(ctx context.Context, res *registry.Resource, kind string, synced func()) {
+// watchSink receives what a watch of one resource brings: every object
+// after each complete list, then each change.
+type watchSink struct {
+	replace     func([]runtime.Object)
+	set, delete func(runtime.Object)
+}
+
+// followResource watches one resource until ctx ends, telling sink each
+// change; synced is called after each complete list.
+func (s *Server) followResource(ctx context.Context, res *registry.Resource, sink watchSink, synced func()) {
 	initial := true
 	for ctx.Err() == nil {
 		w, err := s.store.Watch(ctx, res, "", storage.WatchOptions{SendInitialEvents: &initial, AllowBookmarks: true})
@@ -86,7 +104,7 @@ func (s *Server) followPolicy(ctx context.Context, res *registry.Resource, kind 
 			}
 			continue
 		}
-		s.consumePolicy(ctx, w, kind, synced)
+		s.consumeWatch(ctx, w, sink, synced)
 		w.Stop()
 		if !waitOrDone(ctx, 100*time.Millisecond) {
 			return
@@ -94,10 +112,10 @@ func (s *Server) followPolicy(ctx context.Context, res *registry.Resource, kind 
 	}
 }
 
-// consumePolicy applies one watch's events: the initial objects replace
-// what the authorizer had of kind, then each change follows.
-func (s *Server) consumePolicy(ctx context.Context, w watch.Interface, kind string, synced func()) {
-	var listed []any
+// consumeWatch applies one watch's events: the initial objects replace
+// what the sink had, then each change follows.
+func (s *Server) consumeWatch(ctx context.Context, w watch.Interface, sink watchSink, synced func()) {
+	var listed []runtime.Object
 	listing := true
 	for {
 		select {
@@ -113,7 +131,7 @@ func (s *Server) consumePolicy(ctx context.Context, w watch.Interface, kind stri
 			case watch.Bookmark:
 				if listing && isInitialEventsEnd(ev.Object) {
 					listing = false
-					s.authz.Replace(kind, listed)
+					sink.replace(listed)
 					listed = nil
 					synced()
 				}
@@ -121,11 +139,11 @@ func (s *Server) consumePolicy(ctx context.Context, w watch.Interface, kind stri
 				if listing {
 					listed = append(listed, ev.Object)
 				} else {
-					s.authz.Set(ev.Object)
+					sink.set(ev.Object)
 				}
 			case watch.Deleted:
 				if !listing {
-					s.authz.Delete(ev.Object)
+					sink.delete(ev.Object)
 				}
 			}
 		}
@@ -235,6 +253,14 @@ func mergeDefault(current, want runtime.Object) (runtime.Object, error) {
 	case *rbacv1.Role:
 		c.Rules = addMissingRules(c.Rules, want.(*rbacv1.Role).Rules)
 	case *rbacv1.ClusterRoleBinding:
+		if c.Name == auth.NodeRole {
+			// Earlier klab bound system:node to system:nodes, before it
+			// had a Node authorizer; that subject would give every
+			// kubelet every node's secrets, so it goes.
+			c.Subjects = slices.DeleteFunc(c.Subjects, func(s rbacv1.Subject) bool {
+				return s.Kind == rbacv1.GroupKind && s.Name == auth.NodesGroup
+			})
+		}
 		c.Subjects = addMissingSubjects(c.Subjects, want.(*rbacv1.ClusterRoleBinding).Subjects)
 	case *rbacv1.RoleBinding:
 		c.Subjects = addMissingSubjects(c.Subjects, want.(*rbacv1.RoleBinding).Subjects)

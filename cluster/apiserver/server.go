@@ -121,8 +121,10 @@ type Server struct {
 	requests *eventstream.Hub[RequestEvent]
 	// fieldManagers record managedFields and merge server-side applies.
 	fieldManagers fieldManagers
-	// authz is the RBAC authorizer, following the stored policy.
-	authz *auth.Authorizer
+	// authz is the authorizer chain, Node then RBAC, following the
+	// stored policy and, for the Node authorizer, nodeGraph.
+	authz     *auth.Authorizer
+	nodeGraph *auth.NodeGraph
 	// tokenIssuer signs ServiceAccount tokens and saAuthn verifies them;
 	// both nil without a service-account key.
 	tokenIssuer *auth.TokenIssuer
@@ -174,13 +176,15 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		cfg:      cfg,
-		reg:      registry.New(),
-		store:    storage.New(cfg.Etcd),
-		requests: eventstream.NewHub[RequestEvent](requestLogSize, nil),
-		authz:    auth.NewAuthorizer(),
-		running:  make(chan struct{}),
+		cfg:       cfg,
+		reg:       registry.New(),
+		store:     storage.New(cfg.Etcd),
+		requests:  eventstream.NewHub[RequestEvent](requestLogSize, nil),
+		authz:     auth.NewAuthorizer(),
+		nodeGraph: auth.NewNodeGraph(),
+		running:   make(chan struct{}),
 	}
+	s.authz.UseNodeAuthorizer(auth.NewNodeAuthorizer(s.nodeGraph))
 	s.kubeletTransport, s.podTransport = kubeletTransport(cfg), podTransport()
 	if err := s.setUpServiceAccountTokens(); err != nil {
 		return nil, err
@@ -226,6 +230,10 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	if err := s.watchPolicy(ctx); err != nil {
+		s.life.Kill()
+		return err
+	}
+	if err := s.watchNodeGraph(ctx); err != nil {
 		s.life.Kill()
 		return err
 	}

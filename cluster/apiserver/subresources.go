@@ -218,7 +218,7 @@ func (s *Server) bindPod(ctx context.Context, req *request, binding *corev1.Bind
 			requiredField("target.name"))
 	}
 	podsRes, _ := s.reg.Lookup(schema.GroupVersionResource{Version: "v1", Resource: "pods"})
-	_, err := s.store.GuaranteedUpdate(ctx, podsRes, req.info.namespace, req.info.name, func(cur runtime.Object) (runtime.Object, error) {
+	bound, err := s.store.GuaranteedUpdate(ctx, podsRes, req.info.namespace, req.info.name, func(cur runtime.Object) (runtime.Object, error) {
 		pod := cur.(*corev1.Pod)
 		if pod.DeletionTimestamp != nil {
 			return nil, apierrors.NewConflict(podsRes.GroupResource(), pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
@@ -239,6 +239,9 @@ func (s *Server) bindPod(ctx context.Context, req *request, binding *corev1.Bind
 		setPodCondition(&pod.Status, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue})
 		return pod, nil
 	})
+	if err == nil {
+		s.notePodWrite(bound, false)
+	}
 	return err
 }
 

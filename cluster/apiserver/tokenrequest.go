@@ -115,6 +115,10 @@ func (s *Server) createToken(w http.ResponseWriter, req *request) {
 		writeError(w, req.Request, apierrors.NewInvalid(tokenRequestGVK.GroupKind(), tr.Name, errs))
 		return
 	}
+	if err := s.admitNodeRestriction(req.Context(), admissionFor(req, opCreate, tr, nil)); err != nil {
+		writeError(w, req.Request, err)
+		return
+	}
 	if len(tr.Spec.Audiences) == 0 {
 		tr.Spec.Audiences = slices.Clone(s.cfg.APIAudiences)
 	}

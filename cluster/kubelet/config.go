@@ -42,8 +42,11 @@ type Config struct {
 	// Speed divides the kubelet's timings (lease, status, back-off).
 	// Probe timings are the pod's own and are never scaled.
 	Speed timing.Speed
-	// ControlPlane marks a master: the node-role.kubernetes.io/control-plane
-	// label and its NoSchedule taint, as kubeadm sets them.
+	// ControlPlane marks a master: the kubelet registers it with the
+	// node-role.kubernetes.io/control-plane NoSchedule taint, as kubeadm's
+	// --register-with-taints does. The label of the same name is not the
+	// kubelet's to set (NodeRestriction forbids it); klab's bring-up adds
+	// it with the admin's credentials, as kubeadm's mark-control-plane.
 	ControlPlane bool
 	// Labels are added to the Node's labels (--node-labels).
 	Labels map[string]string

@@ -6,8 +6,9 @@
 // # Registration and heartbeats
 //
 // Start binds the HTTPS port and registers the Node: the labels upstream's
-// kubelet sets (kubernetes.io/hostname, os, arch; the control-plane role
-// and its NoSchedule taint on masters), capacity and allocatable, the
+// kubelet sets (kubernetes.io/hostname, os, arch; on masters the
+// control-plane NoSchedule taint, whose label the NodeRestriction
+// admission plugin leaves to the administrator), capacity and allocatable, the
 // InternalIP and Hostname addresses, the kubelet port, nodeInfo, the pod
 // CIDR, the images the runtime holds and the conditions (MemoryPressure,
 // DiskPressure and PIDPressure False, Ready True with KubeletReady). A node

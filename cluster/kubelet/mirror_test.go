@@ -46,7 +46,7 @@ func testMirrorPods(t *testing.T, tc *testCluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := node.Labels[labelControlPlane]; !ok || len(node.Spec.Taints) != 1 || node.Spec.Taints[0].Key != labelControlPlane {
+	if _, ok := node.Labels[labelControlPlane]; ok || len(node.Spec.Taints) != 1 || node.Spec.Taints[0].Key != labelControlPlane {
 		t.Errorf("master node labels %v taints %v", node.Labels, node.Spec.Taints)
 	}
 

@@ -63,9 +63,6 @@ func (k *Kubelet) defaultLabels() map[string]string {
 		labelBetaOS:   nodeOS,
 		labelBetaArch: runtime.GOARCH,
 	}
-	if k.cfg.ControlPlane {
-		l[labelControlPlane] = ""
-	}
 	maps.Copy(l, k.cfg.Labels)
 	return l
 }

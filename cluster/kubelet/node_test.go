@@ -25,7 +25,9 @@ func TestInitialNode(t *testing.T) {
 		wantRole     bool
 	}{
 		{"worker", false, nil, false},
-		{"master", true, []v1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: v1.TaintEffectNoSchedule}}, true},
+		// The label is kubeadm's to add: NodeRestriction forbids it
+		// to the kubelet.
+		{"master", true, []v1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: v1.TaintEffectNoSchedule}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

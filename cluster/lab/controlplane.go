@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
@@ -118,8 +119,41 @@ func (b *bringUp) waitNodesReady(ctx context.Context) error {
 	if timeout == 0 {
 		timeout = DefaultNodesReadyTimeout
 	}
-	return waitNodesReady(ctx, b.certs, b.c.spec.Name, b.hostServer(), len(nodes(b)), timeout)
+	if err := waitNodesReady(ctx, b.certs, b.c.spec.Name, b.hostServer(), len(nodes(b)), timeout); err != nil {
+		return err
+	}
+	return b.markControlPlane(ctx)
 }
+
+// markControlPlane labels each master node-role.kubernetes.io/control-plane
+// with the admin's credentials, as kubeadm's mark-control-plane phase
+// does: the NodeRestriction admission plugin keeps a kubelet from setting
+// that label on its own Node. A master's kubelet registers it with the
+// control-plane taint itself (kubeadm's --register-with-taints).
+func (b *bringUp) markControlPlane(ctx context.Context) error {
+	if len(b.masters) == 0 {
+		return nil
+	}
+	cfg, err := b.certs.RESTConfig(b.c.spec.Name, b.hostServer(), auth.AdminUser)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	patch := []byte(`{"metadata":{"labels":{"` + LabelControlPlane + `":""}}}`)
+	for _, n := range b.masters {
+		if _, err := client.CoreV1().Nodes().Patch(ctx, n.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("mark %s as a control-plane node: %w", n.Name, err)
+		}
+	}
+	return nil
+}
+
+// LabelControlPlane marks a control-plane node (kubeadm's
+// constants.LabelNodeRoleControlPlane).
+const LabelControlPlane = "node-role.kubernetes.io/control-plane"
 
 // waitNodesReady waits until every node reports Ready, watching the Node
 // objects.

@@ -41,7 +41,17 @@ type Authorizer struct {
 	revisions map[string]map[string]int64
 
 	snap atomic.Pointer[snapshot]
+
+	// node, when set, decides first (kube-apiserver's
+	// --authorization-mode=Node,RBAC).
+	node atomic.Pointer[NodeAuthorizer]
 }
+
+// UseNodeAuthorizer puts n before RBAC, as kube-apiserver's
+// --authorization-mode=Node,RBAC does: a request n allows is allowed; any
+// other goes to RBAC, and when RBAC does not allow it either, the reasons
+// of both are given, n's first, as upstream's union authorizer joins them.
+func (a *Authorizer) UseNodeAuthorizer(n *NodeAuthorizer) { a.node.Store(n) }
 
 // NewAuthorizer returns an authorizer with no policy: it allows nothing
 // until it is given roles and bindings.
@@ -320,15 +330,41 @@ func (s *snapshot) visit(u User, namespace string, fn func(g *grant, rule *rbacv
 	walk(s.roleGrants[namespace])
 }
 
-// Authorize decides attrs. When it allows, the reason names the binding
-// that did, in RBAC's words:
+// Authorize decides attrs: the Node authorizer first, when there is one
+// ([Authorizer.UseNodeAuthorizer]), then RBAC. When it allows, the reason
+// names what did, in the words of the authorizer that did:
 //
+//	Node: allowed by pod "default/web" bound to node "a"
 //	RBAC: allowed by ClusterRoleBinding "cluster-admin" of ClusterRole "cluster-admin" to Group "system:masters"
 //
-// When it denies, the reason is empty unless a binding named a role that
-// does not exist (RBAC's "RBAC: ... not found"); the 403 message is
-// [ForbiddenMessage] either way.
+// When it denies, the reason is the Node authorizer's (upstream's "no
+// relationship found between node 'a' and this object", ...) and RBAC's
+// (empty unless a binding named a role that does not exist: "RBAC: ...
+// not found"), joined by a newline; the 403 message is [ForbiddenMessage]
+// followed by it.
 func (a *Authorizer) Authorize(attrs Attributes) (Decision, string) {
+	var reasons []string
+	if n := a.node.Load(); n != nil {
+		allowed, reason := n.Authorize(attrs)
+		if allowed {
+			return DecisionAllow, reason
+		}
+		if reason != "" {
+			reasons = append(reasons, reason)
+		}
+	}
+	decision, reason := a.authorizeRBAC(attrs)
+	if decision == DecisionAllow {
+		return decision, reason
+	}
+	if reason != "" {
+		reasons = append(reasons, reason)
+	}
+	return DecisionDeny, strings.Join(reasons, "\n")
+}
+
+// authorizeRBAC is the RBAC authorizer's decision alone.
+func (a *Authorizer) authorizeRBAC(attrs Attributes) (Decision, string) {
 	var (
 		reason string
 		errs   []string

@@ -169,7 +169,7 @@ func ClusterRoles() []rbacv1.ClusterRole {
 			rule(read, g(policyGroup), "poddisruptionbudgets", "poddisruptionbudgets/status"),
 			rule(read, g(networkingGroup), "networkpolicies", "ingresses", "ingresses/status"),
 		),
-		clusterRole(NodeRole, nil, nodeRules()...),
+		clusterRole(NodeRole, nil, NodeRules()...),
 		clusterRole("system:node-bootstrapper", nil,
 			rule(v("create", "get", "list", "watch"), g(certificatesGroup), "certificatesigningrequests"),
 		),
@@ -257,11 +257,14 @@ func ClusterRoles() []rbacv1.ClusterRole {
 	return append(roles, controllerRoles()...)
 }
 
-// nodeRules are system:node's: what a kubelet needs to register its node
-// and run its pods. Upstream narrows them per node with the Node
-// authorizer and the NodeRestriction admission plugin; klab has neither,
-// so a kubelet holds all of them for every node (see ClusterRoleBindings).
-func nodeRules() []rbacv1.PolicyRule {
+// NodeRules are system:node's, as upstream's bootstrappolicy.NodeRules:
+// what a kubelet needs to register its node and run its pods. Nobody is
+// bound to system:node (see ClusterRoleBindings); the Node authorizer
+// applies these rules to each kubelet itself, after narrowing the reads
+// of secrets, configmaps, claims and service account tokens to its own
+// node's pods, and the NodeRestriction admission plugin narrows the
+// writes to its own Node, Lease and pods.
+func NodeRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		rule(v("create"), g(authenticationGroup), "tokenreviews"),
 		rule(v("create"), g(authorizationGroup), "subjectaccessreviews", "localsubjectaccessreviews"),
@@ -466,12 +469,10 @@ func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		clusterRoleBinding(VolumeSchedulerRole, VolumeSchedulerRole, UserSubject(KubeScheduler)),
 		clusterRoleBinding(SchedulerExplanationsRole, SchedulerExplanationsRole, UserSubject(KubeScheduler)),
 		clusterRoleBinding("system:service-account-issuer-discovery", "system:service-account-issuer-discovery", Group(ServiceAccountsGroup)),
-		// Upstream leaves this binding without subjects and lets the
-		// Node authorizer decide for kubelets, each for its own node.
-		// klab has no Node authorizer: binding the group gives every
-		// kubelet the rules of system:node for every node, the effect
-		// kubeadm clusters had before the Node authorizer.
-		clusterRoleBinding(NodeRole, NodeRole, Group(NodesGroup)),
+		// Upstream's binding without subjects: the Node authorizer
+		// decides for kubelets, each for its own node, by the rules of
+		// system:node (NodeRules).
+		clusterRoleBinding(NodeRole, NodeRole),
 		clusterRoleBinding(ViewersBinding, ViewRole, Group(ViewersGroup)),
 	}
 	// Upstream's controller manager, started with

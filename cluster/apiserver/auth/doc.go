@@ -16,12 +16,19 @@
 // system:kube-controller-manager, system:kube-proxy, and
 // system:node:<name> in the group system:nodes.
 //
-// Authorization answers "may this user do this?". [Authorizer] is the RBAC
-// authorizer: it decides from the Roles, ClusterRoles, RoleBindings and
-// ClusterRoleBindings stored in the cluster, which the API server feeds it
-// from its watch cache, with upstream's matching rules ([RuleAllows]) and
-// upstream's reasons. Nothing denies; a request no rule allows gets 403
-// Forbidden with upstream's message ([ForbiddenMessage]).
+// Authorization answers "may this user do this?", as kube-apiserver does
+// with --authorization-mode=Node,RBAC. The [NodeAuthorizer] decides first,
+// and only for kubelets (system:node:<name> in system:nodes): each reads
+// only the secrets, configmaps and claims of the pods bound to its node
+// and asks tokens only for their service accounts, following a graph of
+// pods kept from the API server's watch ([NodeGraph]); the rest of what a
+// kubelet may do is system:node's rules ([NodeRules]). [Authorizer] is the
+// RBAC authorizer behind it: it decides from the Roles, ClusterRoles,
+// RoleBindings and ClusterRoleBindings stored in the cluster, which the
+// API server feeds it from its watch cache, with upstream's matching rules
+// ([RuleAllows]) and upstream's reasons. Nothing denies; a request neither
+// allows gets 403 Forbidden with upstream's message ([ForbiddenMessage])
+// and their reasons.
 //
 // The default policy ([ClusterRoles], [ClusterRoleBindings], [Roles],
 // [RoleBindings]) is upstream's bootstrap policy
@@ -29,14 +36,10 @@
 // reconciles into etcd at start: cluster-admin for system:masters (the
 // admin kubeconfig), admin, edit and view gathered from the
 // aggregate-to-* roles, discovery and basic-user for every signed-in user,
-// public-info-viewer for everybody, and each component's system: role.
+// public-info-viewer for everybody, each component's system: role, and
+// system:node bound to nobody, as upstream (the Node authorizer applies it).
 // Where klab departs from it, the definition says so:
 //
-//   - system:node is bound to the group system:nodes. Upstream leaves that
-//     binding empty and lets the Node authorizer allow each kubelet what
-//     concerns its own node; klab has no Node authorizer, so every kubelet
-//     holds system:node's rules for every node, as kubeadm clusters did
-//     before the Node authorizer existed.
 //   - The controller manager runs its controllers with its own
 //     credentials (upstream's --use-service-account-credentials=false), so
 //     its user is a subject of every system:controller:* binding beside
