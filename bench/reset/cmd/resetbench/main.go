@@ -182,9 +182,9 @@ func measure(rt string, runs int) (r result, err error) {
 	return r, nil
 }
 
-// startProfile starts profiling the CPU into cpuProfile.<runtime>, whose
-// earlier resets it keeps (the profiles of every run are merged by pprof
-// given them all: <file>.<runtime>.<n>); it returns the stop.
+// startProfile starts profiling the CPU into <cpuProfile>.<runtime>.<run>,
+// one file a reset (pprof merges the files it is given); it returns the
+// stop.
 func startProfile(rt string) (func(), error) {
 	if cpuProfile == "" {
 		return func() {}, nil
