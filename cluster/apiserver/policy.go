@@ -10,6 +10,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -175,26 +176,65 @@ func waitOrDone(ctx context.Context, d time.Duration) bool {
 // rbac.authorization.kubernetes.io/autoupdate annotation is "false". Every
 // API server does it at start; several at once only race to the same end.
 func (s *Server) reconcilePolicy(ctx context.Context) error {
+	// As upstream's reconciliation reads each default object before it
+	// decides to write, the roles and bindings that exist are read first,
+	// one list per resource; only a default that is missing, or lacks
+	// something, is written. A server starting on a cluster that has its
+	// policy (every start but the first: a restart, a restore) writes
+	// nothing and runs no create through admission.
+	have := map[string]runtime.Object{}
+	for _, gvr := range []schema.GroupVersionResource{clusterRolesGVR, clusterRoleBindingsGVR, rolesGVR, roleBindingsGVR} {
+		res, _ := s.reg.Lookup(gvr)
+		list, err := s.store.List(ctx, res, "", storage.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("bootstrap %s: %w", gvr.Resource, err)
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return fmt.Errorf("bootstrap %s: %w", gvr.Resource, err)
+		}
+		for _, obj := range items {
+			m := obj.(metav1.Object)
+			have[policyKey(gvr, m.GetNamespace(), m.GetName())] = obj
+		}
+	}
 	for _, obj := range auth.DefaultPolicy() {
-		if err := s.reconcileDefault(ctx, obj.(runtime.Object)); err != nil {
+		want := obj.(runtime.Object)
+		m := obj.(metav1.Object)
+		if cur, ok := have[policyKey(policyGVR(want), m.GetNamespace(), m.GetName())]; ok {
+			if _, err := mergeDefault(cur.DeepCopyObject(), want); errors.Is(err, errUnchanged) {
+				continue
+			}
+		}
+		if err := s.reconcileDefault(ctx, want); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (s *Server) reconcileDefault(ctx context.Context, obj runtime.Object) error {
-	var gvr schema.GroupVersionResource
+// policyKey names an RBAC object among all four resources.
+func policyKey(gvr schema.GroupVersionResource, namespace, name string) string {
+	return gvr.Resource + "/" + namespace + "/" + name
+}
+
+// policyGVR is the resource of an RBAC object.
+func policyGVR(obj runtime.Object) schema.GroupVersionResource {
 	switch obj.(type) {
 	case *rbacv1.ClusterRole:
-		gvr = clusterRolesGVR
+		return clusterRolesGVR
 	case *rbacv1.ClusterRoleBinding:
-		gvr = clusterRoleBindingsGVR
+		return clusterRoleBindingsGVR
 	case *rbacv1.Role:
-		gvr = rolesGVR
+		return rolesGVR
 	case *rbacv1.RoleBinding:
-		gvr = roleBindingsGVR
+		return roleBindingsGVR
 	}
+	return schema.GroupVersionResource{}
+}
+
+func (s *Server) reconcileDefault(ctx context.Context, obj runtime.Object) error {
+	gvr := policyGVR(obj)
 	res, _ := s.reg.Lookup(gvr)
 	m := obj.(metav1.Object)
 	for attempt := 0; ; attempt++ {

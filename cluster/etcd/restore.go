@@ -3,6 +3,7 @@ package etcd
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -99,6 +100,52 @@ func RestoreInPlace(cfg RestoreConfig) (*RestoreResult, error) {
 		return nil, fmt.Errorf("restore member %s: keep the old data dir: %w", cfg.Name, err)
 	}
 	return RestoreDataDir(cfg)
+}
+
+// PendingRestoreSuffix names the file beside a member's data dir that asks
+// for a restore when the member next starts (<data-dir>.restore.json, a
+// RestoreConfig whose snapshot is a file beside it): how a runtime whose
+// members' data is out of its reach hands the restore to the member's own
+// process, which runs it before it opens the data dir. The Docker runtime
+// does so: the files go onto the member's volume, and the member's
+// container restores at its start.
+const PendingRestoreSuffix = ".restore.json"
+
+// RestorePending runs the restore asked for beside dataDir, if there is one
+// (PendingRestoreSuffix): RestoreInPlace of the config in the file, which
+// must name dataDir. The request and its snapshot are removed once the new
+// data dir is made. It returns nil without an error when no restore is
+// pending.
+func RestorePending(dataDir string) (*RestoreResult, error) {
+	if dataDir == "" {
+		return nil, nil // a member without a data dir keeps nothing
+	}
+	request := filepath.Clean(dataDir) + PendingRestoreSuffix
+	data, err := os.ReadFile(request)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the pending restore %s: %w", request, err)
+	}
+	var cfg RestoreConfig
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return nil, fmt.Errorf("the pending restore %s: %w", request, err)
+	}
+	if filepath.Clean(cfg.DataDir) != filepath.Clean(dataDir) {
+		return nil, fmt.Errorf("the pending restore %s names data dir %q, not the member's %q", request, cfg.DataDir, dataDir)
+	}
+	res, err := RestoreInPlace(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// The request goes first: without it the restore is done, and a
+	// start that follows must not make it again.
+	if err := os.Remove(request); err != nil {
+		return nil, fmt.Errorf("restore member %s: remove the request %s: %w", cfg.Name, request, err)
+	}
+	os.Remove(cfg.Snapshot)
+	return res, nil
 }
 
 // VerifySnapshot checks that path is a snapshot as `etcdctl snapshot save`

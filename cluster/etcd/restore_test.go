@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,5 +138,81 @@ func TestVerifySnapshotNamesMissingAndCorruptFiles(t *testing.T) {
 	}
 	if _, err := etcd.VerifySnapshot(short); !errors.Is(err, etcd.ErrSnapshotCorrupt) {
 		t.Errorf("short file: err = %v, want ErrSnapshotCorrupt", err)
+	}
+}
+
+// A restore left beside a stopped member's data dir (what the Docker runtime
+// copies onto a member's volume) is made by RestorePending before the member
+// opens its data: the member starts in the new cluster with the snapshot's
+// keys, the request and its snapshot are gone, the old data dir is kept, and
+// a second call finds nothing to do.
+func TestRestorePendingRestoresBeforeTheMemberStarts(t *testing.T) {
+	c := etcdtest.New(t, 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := c.Client().Put(ctx, "/registry/pods/default/kept", "v"); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := c.Config(0).DataDir
+	snap := dataDir + ".restore.db"
+	cfg := clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	if _, err := clientsnapshot.SaveWithVersion(ctx, zap.NewNop(), cfg, snap); err != nil {
+		t.Fatalf("save snapshot: %v", err)
+	}
+	if _, err := c.Client().Put(ctx, "/registry/pods/default/later", "v"); err != nil {
+		t.Fatal(err)
+	}
+	oldCluster := c.Member(0).ClusterID()
+	c.Close()
+
+	if res, err := etcd.RestorePending(dataDir); err != nil || res != nil {
+		t.Fatalf("RestorePending with no request = %v, %v; want nothing done", res, err)
+	}
+	req := dataDir + etcd.PendingRestoreSuffix
+	// A request for another data dir is refused, naming both.
+	bad := fmt.Sprintf(`{"snapshot":%q,"name":%q,"dataDir":"/elsewhere","clusterToken":"t2","initialCluster":[{"name":%q,"peerURL":%q}]}`, snap, c.Peers[0].Name, c.Peers[0].Name, c.Peers[0].PeerURL)
+	if err := os.WriteFile(req, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := etcd.RestorePending(dataDir); err == nil || !strings.Contains(err.Error(), "/elsewhere") {
+		t.Fatalf("RestorePending of a request for another data dir: %v", err)
+	}
+	good := fmt.Sprintf(`{"snapshot":%q,"name":%q,"dataDir":%q,"clusterToken":"t2","initialCluster":[{"name":%q,"peerURL":%q}]}`, snap, c.Peers[0].Name, dataDir, c.Peers[0].Name, c.Peers[0].PeerURL)
+	if err := os.WriteFile(req, []byte(good), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res, err := etcd.RestorePending(dataDir)
+	if err != nil || res == nil {
+		t.Fatalf("RestorePending = %v, %v", res, err)
+	}
+	if res.ClusterID == oldCluster {
+		t.Errorf("restored cluster ID %x is the old one", res.ClusterID)
+	}
+	for _, gone := range []string{req, snap} {
+		if _, err := os.Stat(gone); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is still there after the restore (%v)", gone, err)
+		}
+	}
+	if _, err := os.Stat(dataDir + etcd.BeforeRestoreSuffix); err != nil {
+		t.Errorf("the old data dir is not kept: %v", err)
+	}
+	if res, err := etcd.RestorePending(dataDir); err != nil || res != nil {
+		t.Fatalf("a second RestorePending = %v, %v; want nothing done", res, err)
+	}
+	if err := c.Start(0); err != nil {
+		t.Fatalf("start the restored member: %v", err)
+	}
+	if c.WaitLeader(20*time.Second) < 0 {
+		t.Fatal("the restored member elected no leader")
+	}
+	if got := c.Member(0).ClusterID(); got != res.ClusterID {
+		t.Errorf("member's cluster ID = %x, want the restore's %x", got, res.ClusterID)
+	}
+	got, err := c.Client().Get(ctx, "/registry/pods/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Kvs) != 1 || string(got.Kvs[0].Key) != "/registry/pods/default/kept" {
+		t.Errorf("restored keys = %v, want only the snapshot's /registry/pods/default/kept", got.Kvs)
 	}
 }

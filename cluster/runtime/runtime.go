@@ -501,7 +501,10 @@ type Runtime interface {
 	// host), as an operator runs `etcdutl snapshot restore` where the
 	// member's data lives; the old data dir is kept beside it
 	// (etcd.RestoreInPlace). cfg.DataDir is the runtime's to fill: it
-	// knows where the member's data is.
+	// knows where the member's data is. A runtime may leave the restore
+	// to the member's next start (etcd.RestorePending: Docker, where the
+	// data is on the member's volume); the result then holds the IDs the
+	// restore will give, and Start fails if the restore does.
 	RestoreEtcd(ctx context.Context, ref Ref, cfg etcd.RestoreConfig) (*etcd.RestoreResult, error)
 
 	// List reports every component, in creation order.

@@ -24,6 +24,13 @@ func Etcd(ctx context.Context, spec runtime.EtcdSpec, faults *fault.Table, logge
 		return nil, err
 	}
 	cfg.Faults, cfg.Logger = faults, logger
+	// A restore the runtime left for the member (etcd.RestorePending)
+	// is made before the data dir is opened.
+	if res, err := etcd.RestorePending(cfg.DataDir); err != nil {
+		return nil, err
+	} else if res != nil {
+		logger.Info("data dir restored from a snapshot", "name", cfg.Name, "cluster", fmt.Sprintf("%x", res.ClusterID), "revision", res.Revision)
+	}
 	m, err := etcd.NewMember(cfg)
 	if err != nil {
 		return nil, err

@@ -18,8 +18,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +28,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/klab-dev/klab/bench/internal/benchcmd"
 	"github.com/klab-dev/klab/cluster/lab"
 	"github.com/klab-dev/klab/cluster/runtime/docker"
 )
@@ -73,7 +72,7 @@ func run() error {
 	if err := docker.Ping(ctx); err != nil {
 		return fmt.Errorf("no Docker engine answers: %w", err)
 	}
-	bin, err := binary()
+	bin, err := benchcmd.KlabBinary()
 	if err != nil {
 		return err
 	}
@@ -96,15 +95,15 @@ func run() error {
 				s, cold, r.ready.Round(time.Millisecond), r.firstPod.Round(time.Millisecond), mib(r.memory), r.down.Round(time.Millisecond))
 		}
 	}
-	fmt.Println("| shape | start | up → nodes Ready | up → first pod Running | containers' memory | klab down |")
-	fmt.Println("|---|---|---|---|---|---|")
+	t := benchcmd.Table{Header: []string{"shape", "start", "up → nodes Ready", "up → first pod Running", "containers' memory", "klab down"}}
 	for _, r := range results {
 		start := "warm"
 		if r.cold {
 			start = "cold (image built)"
 		}
-		fmt.Printf("| %s | %s | %.1f s | %.1f s | %.0f MiB | %.1f s |\n", r.shape, start, r.ready.Seconds(), r.firstPod.Seconds(), mib(r.memory), r.down.Seconds())
+		t.Row(r.shape.String(), start, benchcmd.Seconds(r.ready, 1), benchcmd.Seconds(r.firstPod, 1), fmt.Sprintf("%.0f MiB", mib(r.memory)), benchcmd.Seconds(r.down, 1))
 	}
+	t.Print(os.Stdout)
 	if len(results) > 0 {
 		fmt.Printf("\nImage klab/node: %.1f MiB\n", mib(results[0].imageSize))
 	}
@@ -112,25 +111,6 @@ func run() error {
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
-
-// binary returns $KLAB_BINARY or builds a static klab binary.
-func binary() (string, error) {
-	if p := os.Getenv("KLAB_BINARY"); p != "" {
-		return p, nil
-	}
-	dir, err := os.MkdirTemp("", "kbench-bin")
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "klab")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", path, "github.com/klab-dev/klab/cmd/klab")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build klab: %w", err)
-	}
-	return path, nil
-}
 
 func measure(ctx context.Context, bin string, s shape, cold bool, speed float64) (r result, err error) {
 	r.shape, r.cold = s, cold

@@ -23,8 +23,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -36,11 +35,17 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/klab-dev/klab/bench/internal/benchcmd"
 	"github.com/klab-dev/klab/cluster/lab"
 	"github.com/klab-dev/klab/cluster/runtime/docker"
 )
 
 const lesson = "resetbench"
+
+// cpuProfile, when set, names the CPU profiles of the resets: the local
+// runtime's components run in this process, so its profile shows where a
+// reset spends its CPU.
+var cpuProfile string
 
 type result struct {
 	runtime string
@@ -58,6 +63,7 @@ func main() {
 func run() error {
 	runtimes := flag.String("runtimes", "local,docker", "runtimes to measure, comma-separated")
 	runs := flag.Int("runs", 3, "resets per runtime")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write CPU profiles of the resets (the ResetToStep calls only) to <file>.<runtime>.<run>")
 	flag.Parse()
 	home, err := os.MkdirTemp("", "kbench-reset")
 	if err != nil {
@@ -81,12 +87,12 @@ func run() error {
 		}
 		results = append(results, r)
 	}
-	fmt.Println("| runtime | shape | resets | reset (median) | reset (min–max) | reset → step's objects served and pods Running (median) |")
-	fmt.Println("|---|---|---|---|---|---|")
+	t := benchcmd.Table{Header: []string{"runtime", "shape", "resets", "reset (median)", "reset (min–max)", "reset → step's objects served and pods Running (median)"}}
 	for _, r := range results {
-		fmt.Printf("| %s | 3+3 | %d | %.2f s | %.2f–%.2f s | %.2f s |\n", r.runtime, len(r.reset),
-			median(r.reset).Seconds(), slices.Min(r.reset).Seconds(), slices.Max(r.reset).Seconds(), median(r.back).Seconds())
+		t.Row(r.runtime, "3+3", fmt.Sprint(len(r.reset)), benchcmd.Seconds(benchcmd.Median(r.reset), 2),
+			fmt.Sprintf("%.2f–%.2f s", slices.Min(r.reset).Seconds(), slices.Max(r.reset).Seconds()), benchcmd.Seconds(benchcmd.Median(r.back), 2))
 	}
+	t.Print(os.Stdout)
 	return nil
 }
 
@@ -99,7 +105,7 @@ func measure(rt string, runs int) (r result, err error) {
 	name := "kbench-reset-" + rt + "-" + hex.EncodeToString(b)
 	opts := lab.Options{}
 	if rt == lab.RuntimeDocker {
-		if opts.Binary, err = binary(); err != nil {
+		if opts.Binary, err = benchcmd.KlabBinary(); err != nil {
 			return r, err
 		}
 		defer func() {
@@ -141,8 +147,13 @@ func measure(rt string, runs int) (r result, err error) {
 		if err := waitRunning(ctx, client, "app=later", 2); err != nil {
 			return r, fmt.Errorf("run %d: %w", i+1, err)
 		}
+		stopProfile, err := startProfile(rt)
+		if err != nil {
+			return r, err
+		}
 		start := time.Now()
 		res, err := lab.ResetToStep(ctx, name, lesson, "two", nil)
+		stopProfile()
 		if err != nil {
 			return r, fmt.Errorf("run %d: reset: %w", i+1, err)
 		}
@@ -170,6 +181,30 @@ func measure(rt string, runs int) (r result, err error) {
 	}
 	return r, nil
 }
+
+// startProfile starts profiling the CPU into <cpuProfile>.<runtime>.<run>,
+// one file a reset (pprof merges the files it is given); it returns the
+// stop.
+func startProfile(rt string) (func(), error) {
+	if cpuProfile == "" {
+		return func() {}, nil
+	}
+	profileRuns[rt]++
+	f, err := os.Create(fmt.Sprintf("%s.%s.%d", cpuProfile, rt, profileRuns[rt]))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
+var profileRuns = map[string]int{}
 
 func deployment(name string, replicas int32) *appsv1.Deployment {
 	labels := map[string]string{"app": name}
@@ -219,29 +254,4 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-// binary returns $KLAB_BINARY or builds a static klab binary.
-func binary() (string, error) {
-	if p := os.Getenv("KLAB_BINARY"); p != "" {
-		return p, nil
-	}
-	dir, err := os.MkdirTemp("", "kbench-bin")
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "klab")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", path, "github.com/klab-dev/klab/cmd/klab")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build klab: %w", err)
-	}
-	return path, nil
 }
