@@ -17,7 +17,8 @@ import (
 // event stream opened, or Err says why not), "ended" (it ended), "rules"
 // (a fetch of the node's statuses and rules: Rules is left out when they
 // are those of the fetch before, which a busy cluster's many fetches
-// mostly are), "switched" (a mode switch finished).
+// mostly are), "switched" (a mode switch finished), "traffic" (a burst's
+// results came: Burst is the chart after them, whole, as it is a few lines).
 type tape struct {
 	K        string          `json:"k"`
 	Err      string          `json:"err,omitempty"`
@@ -27,6 +28,61 @@ type tape struct {
 	Rules    *string         `json:"rules,omitempty"`
 	Mode     string          `json:"mode,omitempty"`
 	Nodes    []lab.NodeProxy `json:"nodes,omitempty"`
+	Burst    *burstTape      `json:"burst,omitempty"`
+}
+
+// burstTape is a burst of traffic as the chart draws it.
+type burstTape struct {
+	Service  string         `json:"svc"`
+	Node     string         `json:"node"`
+	Count    int            `json:"count"`
+	Received int            `json:"recv"`
+	Pods     []podTape      `json:"pods,omitempty"`
+	Failures []failureTape  `json:"fail,omitempty"`
+	Modes    map[string]int `json:"modes,omitempty"`
+	Done     bool           `json:"done,omitempty"`
+	Err      string         `json:"err,omitempty"`
+}
+
+type podTape struct {
+	Pod   string `json:"pod"`
+	Node  string `json:"node,omitempty"`
+	Count int    `json:"n"`
+}
+
+type failureTape struct {
+	Stage  string `json:"stage"`
+	Reason string `json:"reason,omitempty"`
+	Count  int    `json:"n"`
+}
+
+// tapeOf returns the burst as the recording keeps it.
+func (b *burst) tapeOf() *burstTape {
+	t := &burstTape{Service: b.service, Node: b.node, Count: b.count, Received: b.received,
+		Modes: b.modes, Done: b.done, Err: errText(b.err)}
+	for _, p := range b.pods {
+		t.Pods = append(t.Pods, podTape{Pod: p.pod, Node: p.node, Count: p.count})
+	}
+	for _, f := range b.failures {
+		t.Failures = append(t.Failures, failureTape{Stage: f.stage, Reason: f.reason, Count: f.count})
+	}
+	return t
+}
+
+// burstOf returns the burst a tape keeps.
+func burstOf(t *burstTape) *burst {
+	b := newBurst(t.Service, t.Node, t.Count)
+	b.received, b.done, b.err = t.Received, t.Done, errOf(t.Err)
+	for m, n := range t.Modes {
+		b.modes[m] = n
+	}
+	for _, p := range t.Pods {
+		b.pods = append(b.pods, podCount{pod: p.Pod, node: p.Node, count: p.Count})
+	}
+	for _, f := range t.Failures {
+		b.failures = append(b.failures, failureCount{stage: f.Stage, reason: f.Reason, count: f.Count})
+	}
+	return b
 }
 
 func errText(err error) string {
@@ -45,7 +101,8 @@ func errOf(s string) error {
 
 // Tape records a message of the view's sources, before Update takes it.
 // The kube-proxy's events change nothing drawn (the fetch they start
-// does), and a traffic burst is the user's own, so neither is recorded.
+// does), so they are not recorded; a burst of traffic is, each time its
+// results come, as the chart draws it after them.
 func (v *View) Tape(msg tea.Msg) []byte {
 	var t tape
 	switch msg := msg.(type) {
@@ -88,6 +145,19 @@ func (v *View) Tape(msg tea.Msg) []byte {
 			return nil
 		}
 		t = tape{K: "switched", Mode: msg.mode, Nodes: msg.nodes, Err: errText(msg.err)}
+	case trafficMsg:
+		if v.burst == nil || msg.run != v.run {
+			return nil
+		}
+		// The burst as Update leaves it, on a copy: Tape comes first.
+		b := burstOf(v.burst.tapeOf())
+		for _, r := range msg.results {
+			b.add(r)
+		}
+		if msg.done {
+			b.done, b.err = true, msg.err
+		}
+		t = tape{K: "traffic", Burst: b.tapeOf()}
 	default:
 		return nil
 	}
@@ -171,6 +241,11 @@ func (v *View) Play(b []byte) error {
 	case "switched":
 		v.switching = ""
 		v.outcome = switchOutcome(switchedMsg{mode: t.Mode, nodes: t.Nodes, err: errOf(t.Err)})
+	case "traffic":
+		if t.Burst == nil {
+			return fmt.Errorf("a %q tape without its burst", t.K)
+		}
+		v.burst = burstOf(t.Burst)
 	default:
 		return fmt.Errorf("unknown kind %q", t.K)
 	}
@@ -192,8 +267,8 @@ func (v *View) playNode(node string) {
 	}
 }
 
-// Keyframe returns the Services, the stream's state and the last rules as
-// one tape each, joined in a JSON array.
+// Keyframe returns the Services, the stream's state, the last rules and
+// the last burst of traffic as one tape each, joined in a JSON array.
 func (v *View) Keyframe() []byte {
 	var ts []tape
 	if v.err != nil {
@@ -211,6 +286,9 @@ func (v *View) Keyframe() []byte {
 	if v.fetched || v.rulesErr != nil || v.statuses != nil {
 		r := v.rules
 		ts = append(ts, tape{K: "rules", Node: v.nodeName(), Statuses: v.statuses, Rules: &r, Err: errText(v.rulesErr)})
+	}
+	if v.burst != nil {
+		ts = append(ts, tape{K: "traffic", Burst: v.burst.tapeOf()})
 	}
 	if len(ts) == 0 {
 		return nil
