@@ -107,9 +107,10 @@ func TestNodeAuthorizerAndRestriction(t *testing.T) {
 	wantStatus(t, err, 403, metav1.StatusReasonForbidden,
 		`pods "p" is forbidden: node "b" can only update pod status for pods with spec.nodeName set to itself`)
 
-	// kubectl auth can-i, impersonating each kubelet, tells the truth.
+	// kubectl auth can-i, impersonating each kubelet, tells the truth,
+	// and a "no" carries the authorizer's reason as kubectl prints it.
 	k := newKubectl(t, c, auth.AdminUser)
-	for node, want := range map[string]string{"a": "yes", "b": "no"} {
+	for node, want := range map[string]string{"a": "yes", "b": "no - no relationship found between node 'b' and this object"} {
 		res := k.run(ctx, t, nil, "auth", "can-i", "get", "secret/x", "--as="+auth.NodeUser(node), "--as-group="+auth.NodesGroup)
 		if strings.TrimSpace(res.stdout) != want {
 			t.Errorf("kubectl auth can-i get secret/x as node %s: %q (exit %d, %s); want %s", node, res.stdout, res.code, res.stderr, want)

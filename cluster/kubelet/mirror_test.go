@@ -11,6 +11,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/klab-dev/klab/cluster/apiserver/auth"
 )
 
 // testMirrorPods runs a control-plane kubelet, master-1, with an etcd
@@ -27,7 +29,9 @@ func testMirrorPods(t *testing.T, tc *testCluster) {
 	defer health.Close()
 	tlsCfg, _ := tc.pki.ServerTLSConfig()
 	k, err := New(Config{
-		NodeName: "master-1", REST: tc.nodeCfg, Runtime: testRuntime(), Speed: testSpeed, ControlPlane: true,
+		// master-1's own identity: NodeRestriction lets a kubelet
+		// register only its own Node.
+		NodeName: "master-1", REST: tc.restConfig(auth.NodeUser("master-1")), Runtime: testRuntime(), Speed: testSpeed, ControlPlane: true,
 		NodeIP: "127.0.0.1", Listen: "127.0.0.1:0", TLS: tlsCfg,
 		StaticPods: []StaticPod{{Name: "etcd", Image: "registry.k8s.io/etcd:3.6.0-0", HealthURL: health.URL + "/health",
 			Ports: []v1.ContainerPort{{Name: "client", ContainerPort: 2379}}}},
