@@ -146,9 +146,14 @@ func checkServiceAccountMount(t *testing.T, f *loopFixture) {
 	// namespace: curl checks the server's certificate against ca.crt, so
 	// the name must be one the API server's certificate carries.
 	listPods := `curl -sS --cacert ` + saDir + `/ca.crt -H "Authorization: Bearer $(cat ` + saDir + `/token)" https://kubernetes.default.svc/api/v1/namespaces/default/pods`
-	if out, err := execIn(ctx, f, "with-token", "sh", "-c", listPods); err != nil || !strings.Contains(out, `"code":403`) && !strings.Contains(out, `"code": 403`) {
-		t.Errorf("in-pod list before the binding: %v\n%s\nwant the API server's 403 Status", err, out)
-	}
+	// The cluster DNS may still be starting: wait for the name to answer.
+	f.eventually(time.Minute, "the API server's 403 Status to the pod's own client before the binding", func() (bool, error) {
+		out, err := execIn(ctx, f, "with-token", "sh", "-c", listPods)
+		if err != nil {
+			return false, fmt.Errorf("%v: %s", err, out)
+		}
+		return strings.Contains(out, `"code":403`) || strings.Contains(out, `"code": 403`), fmt.Errorf("no 403 in %s", out)
+	})
 	rb := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "default-view"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
