@@ -80,7 +80,9 @@ func (r *Runtime) shellMain(c *container, sb *sandbox, opts app.Options, argv []
 	cfg := shell.Config{
 		Root: sb.rootDir, Env: opts.Env, Hostname: hostname,
 		Stdout: opts.Stdout, Stderr: opts.Stderr,
-		Processes: c.processes, Kill: c.signal,
+		// The pod's own network, as an exec into it has: Service IPs
+		// and the cluster DNS through the node's kube-proxy.
+		Processes: c.processes, Kill: c.signal, Dial: r.podDial(sb),
 	}
 	kill := opts.Kill
 	return func(ctx context.Context) int {

@@ -2,7 +2,12 @@ package inprocess
 
 import (
 	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,4 +75,39 @@ func TestStandInShell(t *testing.T) {
 			t.Errorf("stop took %v: the shell did not end on SIGTERM", took)
 		}
 	})
+}
+
+// TestStandInDialsThroughThePod: the stand-in's own process, like an exec
+// into the pod, reaches Service IPs and the cluster DNS through the
+// runtime's Dial from the pod's IP (the node's kube-proxy), not straight
+// from the host, where 10.96.0.10 answers nothing or someone else.
+func TestStandInDialsThroughThePod(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		dials []string
+	)
+	rt := newTestRuntime(t, func(c *Config) {
+		c.Dial = func(ctx context.Context, source netip.Addr, network, addr string) (net.Conn, error) {
+			mu.Lock()
+			dials = append(dials, source.String()+" "+network+" "+addr)
+			mu.Unlock()
+			return nil, errors.New("no route in this test")
+		}
+	})
+	sb := runPod(t, rt, "dialer")
+	cfg := appContainer("dialer", "main")
+	cfg.Image, cfg.StandIn, cfg.Args = "busybox", "busybox", []string{"wget", "-q", "-T", "2", "http://10.96.0.1/"}
+	id := create(t, rt, sb, cfg)
+	if err := rt.StartContainer(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitExit(t, rt, id); st.ExitCode == 0 {
+		t.Errorf("wget through a Dial that fails exited 0")
+	}
+	want := sb.IP + " tcp 10.96.0.1:80"
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Contains(dials, want) {
+		t.Errorf("dials %q, want %q", dials, want)
+	}
 }
