@@ -98,7 +98,12 @@ func (c APIRequestCheck) evaluate(_, now *world) Verdict {
 	if last.Namespace != "" {
 		res = last.Namespace + "/" + res
 	}
-	seen := i18n.M("lessons.check.request-seen", last.Verb, res, last.Code, last.User, last.Server)
+	var user any = last.User
+	if last.User == "" {
+		// A 401: no one was authenticated to name.
+		user = i18n.M("lessons.check.request-unauthenticated")
+	}
+	seen := i18n.M("lessons.check.request-seen", last.Verb, res, last.Code, user, last.Server)
 	if n >= c.Count {
 		return pass(msg, seen)
 	}

@@ -415,3 +415,15 @@ func TestTypedCheckErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestAPIRequestSeenWithoutAUser: a request refused before anyone was
+// authenticated (401) is reported as having no user, not "by ,".
+func TestAPIRequestSeenWithoutAUser(t *testing.T) {
+	e := NewEvaluator()
+	e.Begin(mustCheck(t, "api-request: {verb: list, count: 2}"))
+	e.Observe(request("list", "pods", "default", "", 401))
+	got := reasons(t, e.Verdict())
+	if !strings.Contains(got, "by no user: the request was not authenticated,") || strings.Contains(got, "by ,") {
+		t.Errorf("reasons = %q, want the 401 said to have no user", got)
+	}
+}
