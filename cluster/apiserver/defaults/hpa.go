@@ -51,10 +51,9 @@ func scalingRules(r *autoscalingv2.HPAScalingRules, window *int32, policies []au
 	if r.SelectPolicy == nil {
 		r.SelectPolicy = ptr.To(autoscalingv2.MaxChangePolicySelect)
 	}
-	// Upstream fills only a nil list and its validation refuses an empty
-	// one; klab does not validate behavior, so an empty list is filled
-	// too rather than leave a rule that can never scale.
-	if len(r.Policies) == 0 {
+	// Only a list left out is filled, as upstream: an empty one is the
+	// user's, and validation refuses it.
+	if r.Policies == nil {
 		r.Policies = policies
 	}
 	return r

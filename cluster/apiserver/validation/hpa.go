@@ -1,6 +1,9 @@
 package validation
 
 import (
+	"fmt"
+	"slices"
+
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -56,6 +59,62 @@ func validateHPASpec(spec *autoscalingv2.HorizontalPodAutoscalerSpec, fldPath *f
 	}
 	for i, m := range spec.Metrics {
 		allErrs = append(allErrs, validateMetricSpec(m, fldPath.Child("metrics").Index(i))...)
+	}
+	if b := spec.Behavior; b != nil {
+		behavior := fldPath.Child("behavior")
+		allErrs = append(allErrs, validateScalingRules(b.ScaleUp, behavior.Child("scaleUp"))...)
+		allErrs = append(allErrs, validateScalingRules(b.ScaleDown, behavior.Child("scaleDown"))...)
+	}
+	return allErrs
+}
+
+// Upstream's bounds on spec.behavior: a stabilization window of at most an
+// hour, a policy period of at most half an hour.
+const (
+	maxStabilizationWindowSeconds = 3600
+	maxPolicyPeriodSeconds        = 1800
+)
+
+var (
+	hpaSelectPolicies = []string{string(autoscalingv2.DisabledPolicySelect), string(autoscalingv2.MaxChangePolicySelect), string(autoscalingv2.MinChangePolicySelect)}
+	hpaPolicyTypes    = []string{string(autoscalingv2.PercentScalingPolicy), string(autoscalingv2.PodsScalingPolicy)}
+)
+
+// validateScalingRules checks one direction of spec.behavior as upstream
+// does: the window's range, a known selectPolicy, and at least one policy,
+// each of a known type with a positive value and a period within bounds.
+func validateScalingRules(r *autoscalingv2.HPAScalingRules, fldPath *field.Path) field.ErrorList {
+	if r == nil {
+		return nil
+	}
+	var allErrs field.ErrorList
+	if w := r.StabilizationWindowSeconds; w != nil {
+		if *w < 0 {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("stabilizationWindowSeconds"), *w, "must be greater than or equal to zero"))
+		} else if *w > maxStabilizationWindowSeconds {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("stabilizationWindowSeconds"), *w, fmt.Sprintf("must be less than or equal to %d", maxStabilizationWindowSeconds)))
+		}
+	}
+	if sp := r.SelectPolicy; sp != nil && !slices.Contains(hpaSelectPolicies, string(*sp)) {
+		allErrs = append(allErrs, field.NotSupported(fldPath.Child("selectPolicy"), *sp, hpaSelectPolicies))
+	}
+	policies := fldPath.Child("policies")
+	if len(r.Policies) == 0 {
+		allErrs = append(allErrs, field.Required(policies, "must specify at least one Policy"))
+	}
+	for i, p := range r.Policies {
+		at := policies.Index(i)
+		if !slices.Contains(hpaPolicyTypes, string(p.Type)) {
+			allErrs = append(allErrs, field.NotSupported(at.Child("type"), p.Type, hpaPolicyTypes))
+		}
+		if p.Value <= 0 {
+			allErrs = append(allErrs, field.Invalid(at.Child("value"), p.Value, "must be greater than zero"))
+		}
+		if p.PeriodSeconds <= 0 {
+			allErrs = append(allErrs, field.Invalid(at.Child("periodSeconds"), p.PeriodSeconds, "must be greater than zero"))
+		} else if p.PeriodSeconds > maxPolicyPeriodSeconds {
+			allErrs = append(allErrs, field.Invalid(at.Child("periodSeconds"), p.PeriodSeconds, fmt.Sprintf("must be less than or equal to %d", maxPolicyPeriodSeconds)))
+		}
 	}
 	return allErrs
 }

@@ -37,6 +37,31 @@ func TestValidateHPA(t *testing.T) {
 		{name: "zero utilization", mutate: func(h *autoscalingv2.HorizontalPodAutoscaler) {
 			h.Spec.Metrics[0].Resource.Target.AverageUtilization = ptr.To[int32](0)
 		}, want: "spec.metrics[0].resource.target.averageUtilization: Invalid value: 0: must be greater than 0"},
+		{name: "behavior within bounds", mutate: func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{
+				ScaleUp: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](3600), SelectPolicy: ptr.To(autoscalingv2.MinChangePolicySelect),
+					Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PodsScalingPolicy, Value: 4, PeriodSeconds: 1800}}},
+			}
+		}},
+		{name: "behavior without policies", mutate: func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{Policies: []autoscalingv2.HPAScalingPolicy{}}}
+		}, want: "spec.behavior.scaleDown.policies: Required value: must specify at least one Policy"},
+		{name: "window over an hour", mutate: func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](3601),
+				Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PercentScalingPolicy, Value: 10, PeriodSeconds: 60}}}}
+		}, want: "spec.behavior.scaleDown.stabilizationWindowSeconds: Invalid value: 3601: must be less than or equal to 3600"},
+		{name: "negative window", mutate: func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](-1),
+				Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PercentScalingPolicy, Value: 10, PeriodSeconds: 60}}}}
+		}, want: "spec.behavior.scaleUp.stabilizationWindowSeconds: Invalid value: -1: must be greater than or equal to zero"},
+		{name: "unknown selectPolicy", mutate: func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{SelectPolicy: ptr.To(autoscalingv2.ScalingPolicySelect("Most")),
+				Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PercentScalingPolicy, Value: 10, PeriodSeconds: 60}}}}
+		}, want: `spec.behavior.scaleUp.selectPolicy: Unsupported value: "Most": supported values: "Disabled", "Max", "Min"`},
+		{name: "bad policy", mutate: func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{
+				Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PodsScalingPolicy, Value: 1, PeriodSeconds: 60}, {Type: "Replicas", Value: 0, PeriodSeconds: 1801}}}}
+		}, want: `spec.behavior.scaleUp.policies[1].type: Unsupported value: "Replicas": supported values: "Percent", "Pods", spec.behavior.scaleUp.policies[1].value: Invalid value: 0: must be greater than zero, spec.behavior.scaleUp.policies[1].periodSeconds: Invalid value: 1801: must be less than or equal to 1800`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
