@@ -34,6 +34,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -149,7 +150,33 @@ func (ssc *Controller) enqueueOwner(obj any) {
 		return
 	}
 	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != controllerKind.Kind {
+	if ref == nil {
+		// An orphan (its set was deleted with --cascade=orphan, or the
+		// Pod was made by hand): every set that would adopt it looks,
+		// as upstream's getPodStatefulSets. A deleted orphan concerns
+		// no one.
+		if pod.DeletionTimestamp != nil {
+			return
+		}
+		if _, gone := obj.(cache.DeletedFinalStateUnknown); gone {
+			return
+		}
+		sets, err := ssc.setLister.StatefulSets(pod.Namespace).List(labels.Everything())
+		if err != nil {
+			return
+		}
+		for _, set := range sets {
+			selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+			if err != nil || selector.Empty() || !selector.Matches(labels.Set(pod.Labels)) {
+				continue
+			}
+			if _, ok := ordinalOf(set, pod); ok {
+				ssc.enqueue(set)
+			}
+		}
+		return
+	}
+	if ref.Kind != controllerKind.Kind {
 		return
 	}
 	ssc.queue.Add(pod.Namespace + "/" + ref.Name)

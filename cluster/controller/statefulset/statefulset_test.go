@@ -80,6 +80,11 @@ func pod(set *appsv1.StatefulSet, i int, opts ...func(*corev1.Pod)) *corev1.Pod 
 }
 
 func pending(p *corev1.Pod) { p.Status = corev1.PodStatus{Phase: corev1.PodPending} }
+func orphan(p *corev1.Pod)  { p.OwnerReferences = nil }
+func relabelled(p *corev1.Pod) {
+	p.Labels["app"] = "other"
+}
+func renamed(name string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Name = name } }
 func terminating(p *corev1.Pod) {
 	p.DeletionTimestamp = ptr.To(metav1.Now())
 }
@@ -134,6 +139,12 @@ func TestSync(t *testing.T) {
 			[]string{"update statefulsets/status web"}},
 		{"OnDelete leaves the Pods to the user", []runtime.Object{onDelete, pod(v1, 0), pod(v1, 1), pod(v1, 2)},
 			[]string{"create controllerrevisions " + revisionOf(t, onDelete, 2).Name, "update statefulsets/status web"}},
+		{"an orphan named as a member is adopted (after a fresh read of the set) and counts", []runtime.Object{ordered, pod(ordered, 0, orphan)},
+			[]string{"get statefulsets web", "patch pods web-0", "create pods web-1", "update statefulsets/status web"}},
+		{"an orphan of another name is not the set's", []runtime.Object{ordered, pod(ordered, 0, orphan, renamed("db-0"))},
+			[]string{"create pods web-0", "update statefulsets/status web"}},
+		{"an owned Pod that stopped matching is released", []runtime.Object{ordered, pod(ordered, 1, relabelled)},
+			[]string{"patch pods web-1", "create pods web-0", "update statefulsets/status web"}},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -257,5 +268,38 @@ func TestMinReadySeconds(t *testing.T) {
 				t.Errorf("ready, available = %d, %d; want 1, %d", got.Status.ReadyReplicas, got.Status.AvailableReplicas, tc.wantAvailable)
 			}
 		})
+	}
+}
+
+// TestOrphanWakesItsSet: an orphan Pod's events wake the sets that would
+// adopt it (matching selector, named as a member), and no other.
+func TestOrphanWakesItsSet(t *testing.T) {
+	set := newSet(3, appsv1.OrderedReadyPodManagement)
+	f := controllertest.New(set)
+	ssc, err := newController(f.Context)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Index(set); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		pod  *corev1.Pod
+		want int
+	}{
+		{pod(set, 0, orphan), 1},
+		{pod(set, 0, orphan, renamed("db-0")), 0},
+		{pod(set, 0, orphan, relabelled), 0},
+		{pod(set, 0, orphan, terminating), 0},
+	} {
+		ssc.enqueueOwner(tc.pod)
+		if got := ssc.queue.Len(); got != tc.want {
+			t.Errorf("%s labels %v: %d sets woken, want %d", tc.pod.Name, tc.pod.Labels, got, tc.want)
+		}
+		for ssc.queue.Len() > 0 {
+			key, _ := ssc.queue.Get()
+			ssc.queue.Done(key)
+			ssc.queue.Forget(key)
+		}
 	}
 }

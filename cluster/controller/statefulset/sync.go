@@ -14,6 +14,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
@@ -70,7 +71,7 @@ func (ssc *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 
-	pods, err := ssc.podLister.Pods(namespace).List(selector)
+	pods, err := ssc.claimPods(ctx, set, selector)
 	if err != nil {
 		return err
 	}
@@ -80,9 +81,8 @@ func (ssc *Controller) sync(ctx context.Context, key string) error {
 	var owned []*corev1.Pod
 	var condemned []int // ordinals at or above replicas, highest first below
 	for _, pod := range pods {
-		ref := metav1.GetControllerOf(pod)
 		ordinal, ok := ordinalOf(set, pod)
-		if ref == nil || ref.UID != set.UID || !ok {
+		if !ok {
 			continue
 		}
 		byOrdinal[ordinal] = pod
@@ -112,6 +112,35 @@ func (ssc *Controller) sync(ctx context.Context, key string) error {
 		}
 	}
 	return nil
+}
+
+// claimPods returns the set's Pods as upstream's getPodsForStatefulSet
+// does: the ones its ControllerRef names, plus orphans that match its
+// selector and are named as its members (<set>-<ordinal>), which it adopts;
+// owned Pods that stopped matching are released.
+func (ssc *Controller) claimPods(ctx context.Context, set *appsv1.StatefulSet, selector labels.Selector) ([]*corev1.Pod, error) {
+	// All of the namespace's Pods: owned ones that stopped matching must
+	// be released.
+	pods, err := ssc.podLister.Pods(set.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	canAdopt := controllerutil.RecheckDeletionTimestamp(func(ctx context.Context) (metav1.Object, error) {
+		fresh, err := ssc.client.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		if fresh.UID != set.UID {
+			return nil, fmt.Errorf("original StatefulSet %v/%v is gone: got uid %v, wanted %v", set.Namespace, set.Name, fresh.UID, set.UID)
+		}
+		return fresh, nil
+	})
+	isMember := func(pod *corev1.Pod) bool {
+		_, ok := ordinalOf(set, pod)
+		return ok
+	}
+	m := controllerutil.NewPodControllerRefManager(controllerutil.PodControl{Client: ssc.client, Recorder: ssc.recorder}, set, selector, controllerKind, canAdopt)
+	return m.ClaimPods(ctx, pods, isMember)
 }
 
 // manage creates the missing Pods and removes the condemned ones, in order
