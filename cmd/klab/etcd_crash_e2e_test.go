@@ -200,6 +200,18 @@ func runCrash(t *testing.T, dir string, noFsync bool, afterKill func()) crashRun
 		got[string(kv.Key)] = string(kv.Value)
 	}
 
+	// Members that disagree fail the run, unless fsync was off: a power
+	// cut then takes a member's raft log and hard state back to whatever
+	// the page cache had flushed, breaking what Raft assumes of its disk,
+	// and one member can be left ahead of the others for good. That is
+	// what --no-fsync risks, and it is logged, not failed.
+	disagree := t.Errorf
+	if noFsync {
+		disagree = func(format string, args ...any) {
+			t.Helper()
+			t.Logf("without fsync the members may diverge: "+format, args...)
+		}
+	}
 	for _, n := range names {
 		one, err := clientv3.New(clientv3.Config{Endpoints: []string{clientAddr[n]}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
 		if err != nil {
@@ -218,15 +230,15 @@ func runCrash(t *testing.T, dir string, noFsync bool, afterKill func()) crashRun
 		}
 		one.Close()
 		if resp.Header.Revision != latest.Header.Revision {
-			t.Errorf("%s is at revision %d, the cluster at %d", n, resp.Header.Revision, latest.Header.Revision)
+			disagree("%s is at revision %d, the cluster at %d", n, resp.Header.Revision, latest.Header.Revision)
 		}
 		if len(resp.Kvs) != len(latest.Kvs) {
-			t.Errorf("%s holds %d keys, the cluster %d", n, len(resp.Kvs), len(latest.Kvs))
+			disagree("%s holds %d keys, the cluster %d", n, len(resp.Kvs), len(latest.Kvs))
 			continue
 		}
 		for i, kv := range resp.Kvs {
 			if want := latest.Kvs[i]; string(kv.Key) != string(want.Key) || string(kv.Value) != string(want.Value) || kv.ModRevision != want.ModRevision {
-				t.Errorf("%s holds %s=%s@%d where the cluster holds %s=%s@%d", n, kv.Key, kv.Value, kv.ModRevision, want.Key, want.Value, want.ModRevision)
+				disagree("%s holds %s=%s@%d where the cluster holds %s=%s@%d", n, kv.Key, kv.Value, kv.ModRevision, want.Key, want.Value, want.ModRevision)
 			}
 		}
 	}
