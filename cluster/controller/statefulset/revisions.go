@@ -37,7 +37,15 @@ func (ssc *Controller) listRevisions(ctx context.Context, set *appsv1.StatefulSe
 	if err != nil {
 		return nil, err
 	}
-	canAdopt := controllerutil.RecheckDeletionTimestamp(func(ctx context.Context) (metav1.Object, error) {
+	m := controllerutil.NewControllerRevisionControllerRefManager(ssc.client, set, selector, controllerKind, ssc.canAdopt(set))
+	return m.ClaimControllerRevisions(ctx, revisions)
+}
+
+// canAdopt is asked before the set adopts its first orphan (a Pod or a
+// ControllerRevision): a fresh read, because the cache may not show yet
+// that the set was deleted or made again under its name.
+func (ssc *Controller) canAdopt(set *appsv1.StatefulSet) func(context.Context) error {
+	return controllerutil.RecheckDeletionTimestamp(func(ctx context.Context) (metav1.Object, error) {
 		fresh, err := ssc.client.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
 		if err != nil {
 			return nil, err
@@ -47,8 +55,6 @@ func (ssc *Controller) listRevisions(ctx context.Context, set *appsv1.StatefulSe
 		}
 		return fresh, nil
 	})
-	m := controllerutil.NewControllerRevisionControllerRefManager(ssc.client, set, selector, controllerKind, canAdopt)
-	return m.ClaimControllerRevisions(ctx, revisions)
 }
 
 // newRevision is the revision of the set's template now, numbered

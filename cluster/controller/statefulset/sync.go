@@ -125,21 +125,11 @@ func (ssc *Controller) claimPods(ctx context.Context, set *appsv1.StatefulSet, s
 	if err != nil {
 		return nil, err
 	}
-	canAdopt := controllerutil.RecheckDeletionTimestamp(func(ctx context.Context) (metav1.Object, error) {
-		fresh, err := ssc.client.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
-		if err != nil {
-			return nil, err
-		}
-		if fresh.UID != set.UID {
-			return nil, fmt.Errorf("original StatefulSet %v/%v is gone: got uid %v, wanted %v", set.Namespace, set.Name, fresh.UID, set.UID)
-		}
-		return fresh, nil
-	})
 	isMember := func(pod *corev1.Pod) bool {
 		_, ok := ordinalOf(set, pod)
 		return ok
 	}
-	m := controllerutil.NewPodControllerRefManager(controllerutil.PodControl{Client: ssc.client, Recorder: ssc.recorder}, set, selector, controllerKind, canAdopt)
+	m := controllerutil.NewPodControllerRefManager(controllerutil.PodControl{Client: ssc.client, Recorder: ssc.recorder}, set, selector, controllerKind, ssc.canAdopt(set))
 	return m.ClaimPods(ctx, pods, isMember)
 }
 
