@@ -18,10 +18,12 @@ type ProxyModeCheck struct{ Mode string }
 
 // ProxyServiceCheck passes when every kube-proxy answers and its last sync
 // programmed the Service Namespace/Name with at least Endpoints ready
-// endpoints (and, with ExternalLocal or InternalLocal, that traffic
-// policy as Local): traffic sent now reaches them from any node. kube-proxy syncs
-// at most once per minSyncPeriod, so a Service just created is not yet
-// programmed everywhere.
+// endpoints, none of them a Pod that is gone or terminating (and, with
+// ExternalLocal or InternalLocal, that traffic policy as Local): traffic
+// sent now reaches them from any node. kube-proxy syncs at most once per
+// minSyncPeriod, so a Service just created is not yet programmed
+// everywhere, and a proxy that has not synced since a rollout replaced a
+// pod still sends a share of the connections to the old one.
 //
 //	proxy-service: {name: web, endpoints: 3, externalLocal: true}
 type ProxyServiceCheck struct {
@@ -49,7 +51,7 @@ func (ProxyServiceCheck) Kind() CheckKind { return KindProxyService }
 
 func (ProxyModeCheck) Needs() Needs    { return Needs{Proxies: true} }
 func (TrafficCheck) Needs() Needs      { return Needs{Traffic: true} }
-func (ProxyServiceCheck) Needs() Needs { return Needs{Proxies: true} }
+func (ProxyServiceCheck) Needs() Needs { return Needs{Proxies: true, Pods: true} }
 
 func (c ProxyServiceCheck) Describe() []i18n.Message {
 	out := []i18n.Message{i18n.M("lessons.want.proxy-service", c.Namespace+"/"+c.Name, c.Endpoints)}
@@ -165,11 +167,19 @@ func (c ProxyServiceCheck) evaluate(_, now *world) Verdict {
 	for _, n := range nodes {
 		p := now.proxies[n]
 		s, programmed := p.Services[key]
+		var gone []string
+		for _, pod := range s.Pods {
+			if o, ok := now.pods[c.Namespace+"/"+pod]; !ok || o.Terminating {
+				gone = append(gone, pod)
+			}
+		}
 		switch {
 		case p.Unreachable:
 			others = append(others, n+": ?")
 		case !programmed:
 			others = append(others, n+": -")
+		case len(gone) > 0:
+			others = append(others, fmt.Sprintf("%s: %d [%s]", n, s.Endpoints, strings.Join(gone, " ")))
 		case s.Endpoints < c.Endpoints:
 			others = append(others, fmt.Sprintf("%s: %d", n, s.Endpoints))
 		case c.ExternalLocal && !s.ExternalLocal:

@@ -330,6 +330,29 @@ func TestProxyServiceCheck(t *testing.T) {
 	})
 }
 
+// TestProxyServiceCheckGonePods: a proxy that still programs a pod a
+// rollout deleted, or one that is terminating, would send a share of the
+// next connections nowhere, so the check waits for its next sync even
+// though the count of endpoints is met.
+func TestProxyServiceCheckGonePods(t *testing.T) {
+	pod := func(name string, terminating, deleted bool) Observation {
+		return PodObserved{Namespace: "default", Name: name, Phase: "Running", Terminating: terminating, Deleted: deleted}
+	}
+	proxy := func(pods ...string) Observation {
+		return ProxyObserved{Node: "worker-1", Mode: "iptables", Services: map[string]ProxiedService{"default/web": {Endpoints: len(pods), Pods: pods}}}
+	}
+	live := []Observation{pod("web-new-1", false, false), pod("web-new-2", false, false), pod("web-new-3", false, false)}
+	runScenarios(t, []scenario{
+		{name: "all current", check: "proxy-service: {name: web, endpoints: 3}", after: append(live, proxy("web-new-1", "web-new-2", "web-new-3")), pass: true},
+		{name: "an old pod deleted", check: "proxy-service: {name: web, endpoints: 3}",
+			after: append(append(live, pod("web-old-1", false, true)), proxy("web-new-1", "web-new-2", "web-old-1")), pass: false},
+		{name: "an old pod terminating", check: "proxy-service: {name: web, endpoints: 3}",
+			after: append(append(live, pod("web-old-1", true, false)), proxy("web-new-1", "web-new-2", "web-old-1")), pass: false},
+		{name: "the proxy catches up", check: "proxy-service: {name: web, endpoints: 3}",
+			after: append(append(live, pod("web-old-1", false, true), proxy("web-new-1", "web-new-2", "web-old-1")), proxy("web-new-1", "web-new-2", "web-new-3")), pass: true},
+	})
+}
+
 func TestTypedNeeds(t *testing.T) {
 	n := mustCheck(t, `all:
   - object: {kind: pods}

@@ -1,6 +1,7 @@
 package lessons
 
 import (
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -93,10 +94,19 @@ type ProxyObserved struct {
 	Services map[string]ProxiedService
 }
 
-// ProxiedService is one Service as a kube-proxy programmed it.
+// ProxiedService is one Service as a kube-proxy programmed it: how many
+// ready endpoints, the Pods behind them (by name, in the Service's
+// namespace; endpoints that name no Pod are counted, not listed), and
+// whether its traffic policies are Local.
 type ProxiedService struct {
 	Endpoints                    int
+	Pods                         []string
 	ExternalLocal, InternalLocal bool
+}
+
+// SameProxiedService says a and b report the same.
+func SameProxiedService(a, b ProxiedService) bool {
+	return a.Endpoints == b.Endpoints && slices.Equal(a.Pods, b.Pods) && a.ExternalLocal == b.ExternalLocal && a.InternalLocal == b.InternalLocal
 }
 
 // TrafficObserved is a traffic run (klab traffic) that ended. Only the last

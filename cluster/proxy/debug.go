@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/klab-dev/klab/cluster/internal/componentbase"
@@ -49,11 +50,14 @@ type Status struct {
 }
 
 // ProgrammedService is one Service as the last sync programmed it: the
-// ready endpoints of its port with the most, and its traffic policies.
+// ready endpoints of its port with the most, the Pods behind them (by
+// name, sorted; an endpoint that names no Pod is counted but not listed),
+// and its traffic policies.
 type ProgrammedService struct {
-	Endpoints     int  `json:"endpoints"`
-	ExternalLocal bool `json:"externalLocal,omitempty"`
-	InternalLocal bool `json:"internalLocal,omitempty"`
+	Endpoints     int      `json:"endpoints"`
+	Pods          []string `json:"pods,omitempty"`
+	ExternalLocal bool     `json:"externalLocal,omitempty"`
+	InternalLocal bool     `json:"internalLocal,omitempty"`
 }
 
 // SyncInfo describes one sync.
@@ -152,13 +156,21 @@ func programmedServices(snap *proxier.Snapshot) map[string]ProgrammedService {
 	}
 	for name, info := range snap.Services {
 		ready := 0
+		var pods []string
 		for _, ep := range snap.Endpoints[name] {
 			if ep.Ready {
 				ready++
+				if ep.Pod != "" {
+					pods = append(pods, ep.Pod)
+				}
 			}
 		}
 		key := name.NamespacedName.String()
-		out[key] = ProgrammedService{Endpoints: max(out[key].Endpoints, ready), ExternalLocal: info.ExternalPolicyLocal, InternalLocal: info.InternalPolicyLocal}
+		if prev, seen := out[key]; seen && prev.Endpoints >= ready {
+			continue
+		}
+		slices.Sort(pods)
+		out[key] = ProgrammedService{Endpoints: ready, Pods: pods, ExternalLocal: info.ExternalPolicyLocal, InternalLocal: info.InternalPolicyLocal}
 	}
 	return out
 }

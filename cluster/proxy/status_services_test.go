@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"fmt"
 	"maps"
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +36,7 @@ func TestProgrammedServices(t *testing.T) {
 			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{
 				Addresses:  []string{"10.244.1." + string(rune('1'+i))},
 				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(r)},
+				TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: fmt.Sprintf("%s-%s-%d", svcName, port, i)},
 			})
 		}
 		return s
@@ -49,11 +52,11 @@ func TestProgrammedServices(t *testing.T) {
 		[]*discoveryv1.EndpointSlice{slice("web", "", true, false, true), slice("two", "a", true), slice("two", "b", true, true), slice("db", "", true)})
 	got := programmedServices(snap)
 	want := map[string]ProgrammedService{
-		"default/web":   {Endpoints: 2, ExternalLocal: true, InternalLocal: true},
-		"default/two":   {Endpoints: 2},
+		"default/web":   {Endpoints: 2, Pods: []string{"web--0", "web--2"}, ExternalLocal: true, InternalLocal: true},
+		"default/two":   {Endpoints: 2, Pods: []string{"two-b-0", "two-b-1"}},
 		"default/empty": {},
 	}
-	if !maps.Equal(got, want) {
+	if !maps.EqualFunc(got, want, func(a, b ProgrammedService) bool { return reflect.DeepEqual(a, b) }) {
 		t.Errorf("programmedServices = %v, want %v", got, want)
 	}
 	if got := programmedServices(nil); len(got) != 0 {

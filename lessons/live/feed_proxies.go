@@ -44,7 +44,7 @@ func (f *Feed) followProxies() {
 
 // sameProxy says a and b report the same state.
 func sameProxy(a, b lessons.ProxyObserved) bool {
-	return a.Node == b.Node && a.Mode == b.Mode && a.Unreachable == b.Unreachable && maps.Equal(a.Services, b.Services)
+	return a.Node == b.Node && a.Mode == b.Mode && a.Unreachable == b.Unreachable && maps.EqualFunc(a.Services, b.Services, lessons.SameProxiedService)
 }
 
 // readProxies asks every node's kube-proxy for its status at once.
@@ -60,7 +60,7 @@ func (f *Feed) readProxies() []lessons.Observation {
 				if st, err := f.proxyStatus(addr); err == nil {
 					p = lessons.ProxyObserved{Node: n.Name, Mode: st.Mode, Services: map[string]lessons.ProxiedService{}}
 					for name, s := range st.Services {
-						p.Services[name] = lessons.ProxiedService(s)
+						p.Services[name] = lessons.ProxiedService{Endpoints: s.Endpoints, Pods: s.Pods, ExternalLocal: s.ExternalLocal, InternalLocal: s.InternalLocal}
 					}
 				}
 			}
