@@ -1,15 +1,11 @@
 package controller
 
 import (
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/rest"
-
-	"github.com/klab-dev/klab/cluster/timing"
 )
 
 func TestEnabledControllers(t *testing.T) {
@@ -98,27 +94,5 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	}
 	if m.rest.QPS != clientDefaults.QPS || m.rest.Burst != clientDefaults.Burst || m.rest.UserAgent != componentName {
 		t.Errorf("QPS/Burst = %v/%v, user agent %q; want %v/%v, %q", m.rest.QPS, m.rest.Burst, m.rest.UserAgent, clientDefaults.QPS, clientDefaults.Burst, componentName)
-	}
-}
-
-func TestLeaderElectionTimings(t *testing.T) {
-	cases := []struct {
-		speed               timing.Speed
-		lease, renew, retry time.Duration
-	}{
-		{speed: 1, lease: 15 * time.Second, renew: 10 * time.Second, retry: 2 * time.Second},
-		{speed: 10, lease: 1500 * time.Millisecond, renew: time.Second, retry: 200 * time.Millisecond},
-		{speed: 15, lease: time.Second, renew: 10 * time.Second / 15, retry: 2 * time.Second / 15},
-		// A Lease holds whole seconds: never shorter than one.
-		{speed: 50, lease: time.Second, renew: 10 * time.Second / 15, retry: 2 * time.Second / 15},
-	}
-	for _, tc := range cases {
-		t.Run(fmt.Sprintf("speed %v", tc.speed), func(t *testing.T) {
-			lease, renew, retry := leaderElectionTimings(tc.speed)
-			near := func(a, b time.Duration) bool { return (a - b).Abs() < time.Millisecond }
-			if !near(lease, tc.lease) || !near(renew, tc.renew) || !near(retry, tc.retry) {
-				t.Errorf("timings = %v %v %v, want %v %v %v", lease, renew, retry, tc.lease, tc.renew, tc.retry)
-			}
-		})
 	}
 }

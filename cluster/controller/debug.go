@@ -81,7 +81,7 @@ func (m *Manager) Status() Status {
 	}
 	running := m.running
 	m.mu.Unlock()
-	lease, renew, retry := leaderElectionTimings(m.cfg.Speed)
+	lease, renew, retry := m.cfg.Speed.LeaderElection()
 	actual := map[string]time.Duration{
 		"leader-elect-lease-duration": lease,
 		"leader-elect-renew-deadline": renew,

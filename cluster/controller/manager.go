@@ -25,7 +25,6 @@ import (
 	"github.com/klab-dev/klab/cluster/internal/componentbase"
 	"github.com/klab-dev/klab/cluster/internal/componentbase/apiclient"
 	"github.com/klab-dev/klab/cluster/internal/eventstream"
-	"github.com/klab-dev/klab/cluster/timing"
 )
 
 const (
@@ -157,7 +156,7 @@ func (m *Manager) Start(ctx context.Context) error {
 // kube-system/kube-controller-manager as upstream does, with the lab's
 // timings.
 func (m *Manager) newElector() (*leaderelection.LeaderElector, error) {
-	lease, renew, retry := leaderElectionTimings(m.cfg.Speed)
+	lease, renew, retry := m.cfg.Speed.LeaderElection()
 	// The lock's client times out after half the renew deadline, so that
 	// one slow request cannot use the whole deadline.
 	lock, err := resourcelock.NewFromKubeconfig(resourcelock.LeasesResourceLock, metav1.NamespaceSystem, componentName,
@@ -187,24 +186,6 @@ func (m *Manager) newElector() (*leaderelection.LeaderElector, error) {
 	}
 	m.watchdog.SetLeaderElection(elector)
 	return elector, nil
-}
-
-// leaderElectionTimings are upstream's lease duration, renew deadline and
-// retry period divided by the speed, but never a lease shorter than a
-// second: a Lease stores its duration in whole seconds, and a shorter one
-// would be stored as 0. Above speed 15 all three stay in upstream's
-// proportions (15:10:2) around a one-second lease.
-func leaderElectionTimings(speed timing.Speed) (lease, renew, retry time.Duration) {
-	lease = speed.Scale(timing.LeaseDuration)
-	renew = speed.Scale(timing.RenewDeadline)
-	retry = speed.Scale(timing.RetryPeriod)
-	if lease < time.Second {
-		stretch := float64(time.Second) / float64(lease)
-		lease = time.Second
-		renew = time.Duration(float64(renew) * stretch)
-		retry = time.Duration(float64(retry) * stretch)
-	}
-	return lease, renew, retry
 }
 
 // runElection competes for the lease until the manager stops or loses it.

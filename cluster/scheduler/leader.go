@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -15,8 +14,6 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
-
-	"github.com/klab-dev/klab/cluster/timing"
 )
 
 // errLeaderElectionLost is Err after this scheduler lost its lease; upstream
@@ -72,31 +69,11 @@ func (l *killableLock) Update(ctx context.Context, ler resourcelock.LeaderElecti
 	return l.Interface.Update(ctx, ler)
 }
 
-// leaderElectionTimings are upstream's lease duration, renew deadline and
-// retry period divided by the speed. A Lease stores its duration in whole
-// seconds, so a duration under a second would be written as 0 and every
-// candidate would take over at once; at such speeds the lease stays at one
-// second, with the renew deadline and retry period in upstream's
-// proportion to it.
-func leaderElectionTimings(speed timing.Speed) (lease, renew, retry time.Duration) {
-	lease = speed.Scale(timing.LeaseDuration)
-	renew = speed.Scale(timing.RenewDeadline)
-	retry = speed.Scale(timing.RetryPeriod)
-	if lease < time.Second {
-		lease = time.Second
-		// Upstream's proportions, for a one-second lease.
-		leaseSeconds := timing.LeaseDuration / time.Second
-		renew = timing.RenewDeadline / leaseSeconds
-		retry = timing.RetryPeriod / leaseSeconds
-	}
-	return lease, renew, retry
-}
-
 // newLeaderElection prepares the election on kube-system/kube-scheduler
 // with the identity Identity_<uuid>, as upstream's hostname_<uuid>.
 func (s *Scheduler) newLeaderElection(restCfg *rest.Config) (*leaderElection, error) {
 	s.identity = s.cfg.Identity + "_" + string(uuid.NewUUID())
-	lease, renew, retry := leaderElectionTimings(s.cfg.Speed)
+	lease, renew, retry := s.cfg.Speed.LeaderElection()
 
 	// Upstream records "<identity> became leader" on the Lease with a
 	// core/v1 event recorder.

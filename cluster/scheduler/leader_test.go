@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/klab-dev/klab/cluster/apiserver/apiservertest"
-	"github.com/klab-dev/klab/cluster/timing"
 )
 
 func getLease(t *testing.T, cs kubernetes.Interface) *coordinationv1.Lease {
@@ -145,24 +144,6 @@ func TestLeaderElection(t *testing.T) {
 	}
 	if err := third.Err(); err == nil || err.Error() != "leaderelection lost" {
 		t.Fatalf("Err = %v, want leaderelection lost", err)
-	}
-}
-
-func TestLeaderElectionTimings(t *testing.T) {
-	tests := []struct {
-		speed                timing.Speed
-		lease, renew, retryP time.Duration
-	}{
-		{1, 15 * time.Second, 10 * time.Second, 2 * time.Second},
-		{10, 1500 * time.Millisecond, time.Second, 200 * time.Millisecond},
-		// A Lease holds whole seconds: never under one.
-		{60, time.Second, 666666666, 133333333},
-	}
-	for _, tt := range tests {
-		lease, renew, retryP := leaderElectionTimings(tt.speed)
-		if lease != tt.lease || renew != tt.renew || retryP != tt.retryP {
-			t.Errorf("speed %v: %v/%v/%v, want %v/%v/%v", tt.speed, lease, renew, retryP, tt.lease, tt.renew, tt.retryP)
-		}
 	}
 }
 

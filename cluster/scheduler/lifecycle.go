@@ -143,7 +143,7 @@ func (s *Scheduler) waitForBindings() {
 		s.bindWG.Wait()
 		close(done)
 	}()
-	_, renew, _ := leaderElectionTimings(s.cfg.Speed)
+	_, renew, _ := s.cfg.Speed.LeaderElection()
 	t := time.NewTimer(renew)
 	defer t.Stop()
 	select {

@@ -82,6 +82,30 @@ func (s Speed) Factor() float64 {
 	return float64(s)
 }
 
+// MinLeaderLease is the shortest leader-election lease the lab runs with.
+// At speed 10 upstream's 15 s lease would be 1.5 s with a 1 s renew
+// deadline, and on a loaded machine (a test run, a laptop building while
+// it teaches) an API server that answers a renewal a second late makes the
+// leader step down though nothing failed: the controller manager was seen
+// to flap so. Faster speeds stop at this floor, in upstream's proportions
+// (lease 15 : renew 10 : retry 2).
+const MinLeaderLease = 3 * time.Second
+
+// LeaderElection returns the lease duration, renew deadline and retry
+// period the scheduler and the controller manager elect their leader
+// with: upstream's, divided by the speed down to MinLeaderLease.
+func (s Speed) LeaderElection() (lease, renew, retry time.Duration) {
+	lease, renew, retry = s.Scale(LeaseDuration), s.Scale(RenewDeadline), s.Scale(RetryPeriod)
+	if lease < MinLeaderLease {
+		// The same proportions, stretched to the floor.
+		lease = MinLeaderLease
+		leaseSeconds := LeaseDuration / time.Second
+		renew = MinLeaderLease * (RenewDeadline / time.Second) / leaseSeconds
+		retry = MinLeaderLease * (RetryPeriod / time.Second) / leaseSeconds
+	}
+	return lease, renew, retry
+}
+
 // Row is one timing: its upstream name, default and the lab's value.
 type Row struct {
 	// Name is the upstream flag or field that sets it.
@@ -122,5 +146,6 @@ func (s Speed) Table() []Row {
 	for i := range rows {
 		rows[i].Lab = s.Scale(rows[i].Upstream)
 	}
+	rows[0].Lab, rows[1].Lab, rows[2].Lab = s.LeaderElection()
 	return rows
 }
