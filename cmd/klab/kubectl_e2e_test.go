@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -64,6 +65,29 @@ func TestKubectlThroughTheLoadBalancer(t *testing.T) {
 	for _, want := range []string{"NAME", "STATUS", "AGE", "default", "kube-system", "kube-public", "kube-node-lease", "Active"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("kubectl get ns lacks %q:\n%s", want, stdout)
+		}
+	}
+
+	// kubectl auth can-i answers "no" by ending its process: the runner
+	// the TUI and the lessons use must give it a process of its own, or
+	// a student's can-i would end the TUI (this test process here).
+	t.Setenv("KLAB_TEST_MAIN", "1") // the runner's child is this test binary
+	run := newRunner("")
+	for _, tc := range []struct {
+		verb, want string
+		code       int
+	}{{"list", "yes", 0}, {"create", "no", 1}} {
+		var out, errOut bytes.Buffer
+		err := run(ctx, []string{"klab", "kubectl", "--name", name, "auth", "can-i", tc.verb, "pods", "--as=klab-viewer"}, &out, &errOut)
+		var exit exitError
+		gotCode := 0
+		if asExit(err, &exit) {
+			gotCode = exit.code
+		} else if err != nil {
+			t.Fatalf("can-i %s pods: %v (%s)", tc.verb, err, errOut.String())
+		}
+		if gotCode != tc.code || strings.TrimSpace(out.String()) != tc.want {
+			t.Errorf("can-i %s pods as klab-viewer: exit %d, %q; want exit %d, %q", tc.verb, gotCode, out.String(), tc.code, tc.want)
 		}
 	}
 

@@ -183,6 +183,27 @@ func TestPlainText(t *testing.T) {
 	}
 }
 
+// TestOwnProcess: the commands that would end the process they run in
+// are the ones the runner starts in a process of their own.
+func TestOwnProcess(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		own  bool
+	}{
+		{[]string{"etcdctl", "get", "/a"}, true},
+		{[]string{"kubectl", "auth", "can-i", "create", "pods"}, true},
+		{[]string{"kubectl", "-n", "shop", "auth", "can-i", "list", "pods"}, true},
+		{[]string{"kubectl", "auth", "whoami"}, false},
+		{[]string{"kubectl", "get", "pods", "can-i"}, false},
+		{[]string{"kubectl", "auth"}, false},
+		{[]string{"status"}, false},
+	} {
+		if got := ownProcess(tc.args); got != tc.own {
+			t.Errorf("ownProcess(%q) = %v, want %v", tc.args, got, tc.own)
+		}
+	}
+}
+
 // TestRunnerKubectlFatal runs kubectl in this process on an error that
 // kubectl's own main would exit on: the runner reports it as the CLI does
 // (same message, same exit code) and the process goes on, as it was.

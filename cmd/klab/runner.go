@@ -31,9 +31,8 @@ type runner struct {
 }
 
 // newRunner returns a live.Runner that runs commands in this process,
-// except etcdctl, which runs as a child process of exe (klab's own binary;
-// empty means os.Executable): etcdctl keeps its flags in package state,
-// prints straight to os.Stdout and ends the process on any error.
+// except those ownProcess names, which run as a child process of exe
+// (klab's own binary; empty means os.Executable).
 func newRunner(exe string) live.Runner {
 	return (&runner{exe: exe}).run
 }
@@ -46,13 +45,33 @@ func (r *runner) run(ctx context.Context, args []string, stdout, stderr io.Write
 	// kubectl's fatal-error handler): one at a time.
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if args[1] == "etcdctl" {
+	if ownProcess(args[1:]) {
 		return r.child(ctx, args[1:], stdout, stderr)
 	}
 	if code := run(args[1:], stdout, stderr); code != 0 {
 		return exitError{code: code}
 	}
 	return nil
+}
+
+// ownProcess says the klab command args (without "klab") must run in a
+// process of its own, because it would end this one: etcdctl keeps its
+// flags in package state, prints straight to os.Stdout and exits on any
+// error; kubectl auth can-i answers "no" with os.Exit(1), which in the
+// TUI's process would end the TUI and a local cluster with it.
+func ownProcess(args []string) bool {
+	switch args[0] {
+	case "etcdctl":
+		return true
+	case "kubectl":
+		// Flags may come before the subcommand (kubectl -n x auth can-i).
+		for i := 1; i+1 < len(args); i++ {
+			if args[i] == "auth" && args[i+1] == "can-i" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // child runs klab with args in a process of its own, in the current

@@ -35,7 +35,7 @@ func path(u User, verb, p string) Attributes {
 
 const (
 	byClusterAdmin = `RBAC: allowed by ClusterRoleBinding "cluster-admin" of ClusterRole "cluster-admin" to Group "system:masters"`
-	byViewers      = `RBAC: allowed by ClusterRoleBinding "klab-viewers" of ClusterRole "view" to Group "klab:viewers"`
+	byViewers      = `RBAC: allowed by ClusterRoleBinding "klab-viewers" of ClusterRole "view" to User "klab-viewer"`
 	byDiscovery    = `RBAC: allowed by ClusterRoleBinding "system:discovery" of ClusterRole "system:discovery" to Group "system:authenticated"`
 	byBasicUser    = `RBAC: allowed by ClusterRoleBinding "system:basic-user" of ClusterRole "system:basic-user" to Group "system:authenticated"`
 	byPublicInfo   = `RBAC: allowed by ClusterRoleBinding "system:public-info-viewer" of ClusterRole "system:public-info-viewer" to Group "system:unauthenticated"`

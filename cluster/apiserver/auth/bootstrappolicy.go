@@ -30,7 +30,8 @@ const (
 	// ControllerRolePrefix starts the role of each controller of the
 	// controller manager: system:controller:replicaset-controller.
 	ControllerRolePrefix = "system:controller:"
-	// ViewersBinding binds view to klab:viewers; it is klab's own.
+	// ViewersBinding binds view to klab:viewers and to the user
+	// klab-viewer; it is klab's own.
 	ViewersBinding = "klab-viewers"
 	// SchedulerExplanationsRole lets klab's scheduler annotate the pods
 	// it cannot place; it is klab's own.
@@ -473,7 +474,12 @@ func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		// decides for kubelets, each for its own node, by the rules of
 		// system:node (NodeRules).
 		clusterRoleBinding(NodeRole, NodeRole),
-		clusterRoleBinding(ViewersBinding, ViewRole, Group(ViewersGroup)),
+		// The user too, not only its group: kubectl --as=klab-viewer
+		// impersonates the name without the group, and must be answered
+		// as the viewer's own token is. The user comes first, so that an
+		// allow names it, as upstream names a binding's first subject
+		// that applies.
+		clusterRoleBinding(ViewersBinding, ViewRole, UserSubject(ViewerUser), Group(ViewersGroup)),
 	}
 	// Upstream's controller manager, started with
 	// --use-service-account-credentials, runs each controller as its own

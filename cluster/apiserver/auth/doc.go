@@ -46,7 +46,8 @@
 //     the controller's service account, as upstream requires for that mode.
 //   - kube-proxy watches its ConfigMap, so kubeadm's kube-proxy Role in
 //     kube-system reads ConfigMaps there, and is bound to its user.
-//   - klab-viewers binds view to klab:viewers (the klab-viewer token), and
+//   - klab-viewers binds view to klab:viewers (the klab-viewer token) and
+//     to the user klab-viewer (so that --as=klab-viewer is answered alike), and
 //     klab:scheduler-explanations lets the scheduler annotate the pods it
 //     cannot place.
 //
