@@ -19,6 +19,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/lessons"
@@ -424,12 +425,17 @@ func (m *Model) Render() string {
 	}
 	room := max(h-len(lines), 0)
 	end := max(len(m.output)-m.offset, 0)
-	start := max(end-room, 0)
 	var out []string
 	if len(m.output) == 0 {
 		out = append(out, s.Muted.Render(common.Fit(i18n.T("ui.cmd.intro"), m.width)))
 	}
-	for _, l := range m.output[start:end] {
+	// A line wider than the pane wraps, as a terminal wraps it: output
+	// cut at the edge would hide what a student ran the command to read
+	// (a jsonpath's second item, the end of an error). The rows are
+	// gathered from the newest line back until the pane is full.
+	var rows []string
+	for i := end - 1; i >= 0 && len(rows) < room; i-- {
+		l := m.output[i]
 		style := s.Output
 		switch l.kind {
 		case lineEcho:
@@ -439,8 +445,13 @@ func (m *Model) Render() string {
 		case lineNote:
 			style = s.Muted
 		}
-		out = append(out, style.Render(common.Fit(l.text, m.width)))
+		wrapped := strings.Split(ansi.Wrap(l.text, m.width, ""), "\n")
+		for j := len(wrapped) - 1; j >= 0 && len(rows) < room; j-- {
+			rows = append(rows, style.Render(common.Fit(wrapped[j], m.width)))
+		}
 	}
+	slices.Reverse(rows)
+	out = append(out, rows...)
 	out = append(out, lines...)
 	if len(out) > h {
 		out = out[len(out)-h:]

@@ -82,6 +82,10 @@ func TestRunHistoryAndErrors(t *testing.T) {
 
 		frame := m.Render()
 		uitest.CheckFrame(t, frame, 60, 8)
+		// The refusal is wider than the pane: it wraps, nothing is cut.
+		if strings.Contains(frame, "…") || !strings.Contains(strings.Join(strings.Fields(frame), " "), strings.Join(strings.Fields(lang.T("ui.cmd.unknown", "rm")), " ")) {
+			t.Errorf("a line wider than the pane was cut:\n%s", frame)
+		}
 		uitest.Golden(t, "output-"+string(lang), frame)
 
 		// History: up goes back, down returns to the line being typed.
