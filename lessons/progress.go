@@ -129,6 +129,24 @@ func (p *Progress) Current(lesson string) string {
 	return ""
 }
 
+// ResumeAt returns the index of the step a lesson opens at: where the
+// student left it, or the first step when they have not begun it, or when
+// they finished it (every step done and the last one theirs): a finished
+// lesson opened again is read from the start, not from its last page.
+func (p *Progress) ResumeAt(l *Lesson) int {
+	if p == nil {
+		return 0
+	}
+	_, i := l.Step(p.Current(l.ID))
+	if i < 0 {
+		return 0
+	}
+	if done, total := p.Completed(l); done == total && i == total-1 {
+		return 0
+	}
+	return i
+}
+
 // Answer returns the choice the student predicted at the step, if any.
 func (p *Progress) Answer(lesson, step string) (choice int, ok bool) {
 	p.mu.Lock()

@@ -195,3 +195,46 @@ func TestProgressKeepsAnswers(t *testing.T) {
 		t.Errorf("completing the step lost the answer: %d, %v", c, ok)
 	}
 }
+
+// TestResumeAt: a lesson opens where the student left it, at the start
+// when they never began it, and at the start again once they finished it.
+func TestResumeAt(t *testing.T) {
+	p, err := OpenProgress(filepath.Join(t.TempDir(), ProgressFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := testLesson()
+	var none *Progress
+	if got := none.ResumeAt(l); got != 0 {
+		t.Errorf("without progress: step %d, want 0", got)
+	}
+	if got := p.ResumeAt(l); got != 0 {
+		t.Errorf("never begun: step %d, want 0", got)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(p.Complete("raft", "one"))
+	must(p.SetCurrent("raft", "two"))
+	if got := p.ResumeAt(l); got != 1 {
+		t.Errorf("left at two: step %d, want 1", got)
+	}
+	// On the last step, not yet done: that is where they are.
+	must(p.Complete("raft", "two"))
+	must(p.SetCurrent("raft", "three"))
+	if got := p.ResumeAt(l); got != 2 {
+		t.Errorf("on the last step, unfinished: step %d, want 2", got)
+	}
+	must(p.Complete("raft", "three"))
+	if got := p.ResumeAt(l); got != 0 {
+		t.Errorf("finished: step %d, want 0 (the start)", got)
+	}
+	// A step the lesson no longer has: the start.
+	must(p.SetCurrent("raft", "gone"))
+	if got := p.ResumeAt(l); got != 0 {
+		t.Errorf("current step removed: step %d, want 0", got)
+	}
+}

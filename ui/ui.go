@@ -207,12 +207,7 @@ func (o *Options) prepare() error {
 	o.lesson, o.step = l, step
 	if step < 0 {
 		// The lesson's own place: where the student left it.
-		o.step = 0
-		if o.Progress != nil {
-			if _, i := l.Step(o.Progress.Current(l.ID)); i >= 0 {
-				o.step = i
-			}
-		}
+		o.step = o.Progress.ResumeAt(l)
 	}
 	return nil
 }

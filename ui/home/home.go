@@ -184,15 +184,11 @@ func (m *Model) at() row {
 }
 
 // choose picks a lesson (nil for free play) at the step where the student
-// left off.
+// left off (the start of one they finished).
 func (m *Model) choose(l *lessons.Lesson) {
 	step := 0
-	if l != nil && m.progress != nil {
-		if cur := m.progress.Current(l.ID); cur != "" {
-			if _, i := l.Step(cur); i >= 0 {
-				step = i
-			}
-		}
+	if l != nil {
+		step = m.progress.ResumeAt(l)
 	}
 	m.chooseStep(l, step)
 }
