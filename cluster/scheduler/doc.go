@@ -40,8 +40,12 @@
 // pod gets the condition PodScheduled=False with reason Unschedulable and
 // a FailedScheduling event, both saying why in upstream's words: "0/3
 // nodes are available: 1 Insufficient cpu, 2 node(s) didn't match Pod's
-// node affinity/selector." (klab has no preemption, so upstream's
-// "preemption: ..." tail never appears.)
+// node affinity/selector. preemption: 0/3 nodes are available: 1 No
+// preemption victims found for incoming pod, 2 Preemption is not helpful
+// for scheduling." The tail is preemption's (preemption.go). Upstream's
+// default profile also runs the DynamicResources PostFilter, which klab
+// does not serve, so its "no new claims to deallocate, " never precedes
+// "preemption:".
 //
 // # Reading a decision
 //

@@ -29,14 +29,26 @@ type FitError struct {
 	NodeToStatus map[string]*framework.Status
 	// UnschedulablePlugins are the plugins that rejected the pod.
 	UnschedulablePlugins []string
+	// PostFilterMsg is what preemption said when it could not help
+	// ("preemption: 0/6 nodes are available: 6 Preemption is not helpful
+	// for scheduling."), empty when it nominated a node.
+	PostFilterMsg string
 }
 
 // Error returns upstream's message: "0/3 nodes are available: " then the
 // PreFilter message, or every node's reasons counted ("2 Insufficient
-// cpu") and sorted as strings, joined with ", ", ending with ".".
-// Upstream appends what preemption found ("preemption: 0/3 nodes are
-// available: ..."); klab has no preemption, so its messages end here.
+// cpu") and sorted as strings, joined with ", ", ending with "."; then,
+// after a space, what preemption said.
 func (f *FitError) Error() string {
+	msg := f.filterMessage()
+	if f.PostFilterMsg != "" {
+		msg += " " + f.PostFilterMsg
+	}
+	return msg
+}
+
+// filterMessage is Error without preemption's part.
+func (f *FitError) filterMessage() string {
 	msg := fmt.Sprintf(noNodeAvailableMsg+":", f.NumAllNodes)
 	if f.PreFilterMsg != "" {
 		return msg + " " + f.PreFilterMsg + "."

@@ -53,6 +53,13 @@ func TestFitErrorMessage(t *testing.T) {
 			want: "0/3 nodes are available: node(s) didn't satisfy existing pods anti-affinity rules.",
 		},
 		{
+			name: "preemption's account follows after a space",
+			err: &FitError{NumAllNodes: 3, NodeToStatus: map[string]*framework.Status{
+				"master-1": rejected(taint), "worker-1": rejected(cpu), "worker-2": rejected(cpu),
+			}, PostFilterMsg: "preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod."},
+			want: "0/3 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, 2 Insufficient cpu. preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod.",
+		},
+		{
 			name: "rejections without reasons",
 			err:  &FitError{NumAllNodes: 1, NodeToStatus: map[string]*framework.Status{"worker-1": rejected()}},
 			want: "0/1 nodes are available:",

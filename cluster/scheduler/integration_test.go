@@ -60,7 +60,8 @@ func TestSchedulingAgainstAPIServer(t *testing.T) {
 
 	t.Run("unschedulable until a node fits", func(t *testing.T) {
 		createPod(t, cs, testPod("big", "8"))
-		const msg = "0/3 nodes are available: 3 Insufficient cpu."
+		// Every pod has priority 0, so preemption finds no victim, and says so.
+		const msg = "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
 		got := waitForPod(t, cs, "default", "big", "marked Unschedulable", func(p *v1.Pod) bool {
 			c := podCondition(p, v1.PodScheduled)
 			return c != nil && c.Status == v1.ConditionFalse && p.Annotations[AnnotationFilter] != ""

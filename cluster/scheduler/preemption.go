@@ -48,19 +48,31 @@ func eligibleToPreempt(pod *v1.Pod) bool {
 	return pod.Spec.PreemptionPolicy == nil || *pod.Spec.PreemptionPolicy != v1.PreemptNever
 }
 
+// Upstream's words for a node on which preemption cannot help.
+const (
+	preemptionNotHelpful = "Preemption is not helpful for scheduling"
+	noPreemptionVictims  = "No preemption victims found for incoming pod"
+)
+
 // findCandidates tries each node the filters rejected as Unschedulable
 // (not UnschedulableAndUnresolvable: no eviction cures a taint or a
-// selector).
-func (a *algorithm) findCandidates(ctx context.Context, state *framework.CycleState, pod *v1.Pod, rejected map[string]*framework.Status, pdbs []*policyv1.PodDisruptionBudget) []candidate {
+// selector). Beside the candidates it returns why each other node is not
+// one, as upstream's dry run reports it: preemptionNotHelpful for a node
+// it did not try, noPreemptionVictims for one with no pod of lower
+// priority, and the filters' own verdict for one on which even removing
+// them all would not let the pod fit.
+func (a *algorithm) findCandidates(ctx context.Context, state *framework.CycleState, pod *v1.Pod, rejected map[string]*framework.Status, pdbs []*policyv1.PodDisruptionBudget) ([]candidate, map[string]*framework.Status) {
 	nodes, err := a.snapshot.List()
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	prio := podPriority(pod)
 	var out []candidate
+	why := map[string]*framework.Status{}
 	for _, ni := range nodes {
 		st, ok := rejected[ni.Node().Name]
 		if !ok || st.Code() != framework.Unschedulable {
+			why[ni.Node().Name] = framework.NewStatus(framework.UnschedulableAndUnresolvable, preemptionNotHelpful)
 			continue
 		}
 		trial := ni.Clone()
@@ -71,12 +83,14 @@ func (a *algorithm) findCandidates(ctx context.Context, state *framework.CycleSt
 			}
 		}
 		if len(lower) == 0 {
+			why[ni.Node().Name] = framework.NewStatus(framework.UnschedulableAndUnresolvable, noPreemptionVictims)
 			continue
 		}
 		for _, p := range lower {
 			_ = trial.RemovePod(p)
 		}
 		if s, _ := a.fwk.RunFilterPlugins(ctx, state, pod, trial); !s.IsSuccess() {
+			why[ni.Node().Name] = s
 			continue
 		}
 		// Reprieve as many as still let the pod fit: first those whose
@@ -104,7 +118,7 @@ func (a *algorithm) findCandidates(ctx context.Context, state *framework.CycleSt
 		}
 		out = append(out, c)
 	}
-	return out
+	return out, why
 }
 
 // pickCandidate chooses as upstream's pickOneNodeForPreemption does, in
@@ -150,18 +164,34 @@ func pickCandidate(cands []candidate) *candidate {
 }
 
 // preempt runs preemption for a pod that fit nowhere and returns the
-// nominated node, or "" when preemption cannot help.
+// nominated node, or "" when preemption cannot help; then it sets
+// fitErr.PostFilterMsg to upstream's account of why, which the pod's
+// condition and FailedScheduling event end with.
 func (s *Scheduler) preempt(ctx context.Context, state *framework.CycleState, pod *v1.Pod, fitErr *FitError) (string, error) {
-	if !eligibleToPreempt(pod) || len(fitErr.NodeToStatus) == 0 || s.awaitingVictims(pod) {
+	switch {
+	case !eligibleToPreempt(pod):
+		fitErr.PostFilterMsg = "preemption: not eligible due to preemptionPolicy=Never."
+		return "", nil
+	case s.awaitingVictims(pod):
+		fitErr.PostFilterMsg = "preemption: not eligible due to a terminating pod on the nominated node."
 		return "", nil
 	}
 	pdbs, err := s.pdbLister.List(labels.Everything())
 	if err != nil {
 		return "", fmt.Errorf("list PodDisruptionBudgets: %w", err)
 	}
-	c := pickCandidate(s.algo.findCandidates(ctx, state, pod, fitErr.NodeToStatus, pdbs))
-	if c == nil {
+	cands, why := s.algo.findCandidates(ctx, state, pod, fitErr.NodeToStatus, pdbs)
+	c := pickCandidate(cands)
+	if c == nil && why != nil {
+		// As upstream: the dry run's verdict on every node, in a FitError
+		// of its own. After a PreFilter rejection no node passed the
+		// filters as Unschedulable, so none can be helped.
+		pf := &FitError{NumAllNodes: fitErr.NumAllNodes, NodeToStatus: why}
+		fitErr.PostFilterMsg = "preemption: " + pf.filterMessage()
 		return "", nil
+	}
+	if c == nil {
+		return "", nil // the snapshot could not be listed
 	}
 	for _, victim := range c.victims {
 		// As upstream: the victim learns why it goes (DisruptionTarget),

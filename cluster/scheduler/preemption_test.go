@@ -53,13 +53,20 @@ func TestPreemptionAgainstAPIServer(t *testing.T) {
 	// Equal priority and a Never policy: no victims.
 	createPod(t, cs, withClass("peer", "1", "low"))
 	createPod(t, cs, withClass("polite", "1", "polite"))
-	for _, name := range []string{"peer", "polite"} {
+	// Each says why in upstream's words: the filters, then preemption.
+	for name, want := range map[string]string{
+		"peer":   "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.",
+		"polite": "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never.",
+	} {
 		got := waitForPod(t, cs, "default", name, "unschedulable", func(p *v1.Pod) bool {
 			c := podCondition(p, v1.PodScheduled)
 			return c != nil && c.Status == v1.ConditionFalse
 		})
 		if got.Status.NominatedNodeName != "" {
 			t.Errorf("%s nominated to %s; it may not preempt", name, got.Status.NominatedNodeName)
+		}
+		if c := podCondition(got, v1.PodScheduled); c.Message != want {
+			t.Errorf("%s PodScheduled message\n %q\nwant\n %q", name, c.Message, want)
 		}
 	}
 	if err := cs.CoreV1().Pods("default").Delete(ctx, "peer", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {

@@ -14,7 +14,10 @@ import (
 // untolerated taint(s)." Every part after the colon is a filter reason
 // with the number of nodes that gave it, sorted as strings; or, when a
 // PreFilter plugin turned the pod away before any node was looked at, that
-// plugin's message alone.
+// plugin's message alone. Then, after a space, what preemption said when
+// it could not help: "preemption: 0/6 nodes are available: 3 No preemption
+// victims found for incoming pod, 3 Preemption is not helpful for
+// scheduling." or "preemption: not eligible due to ...".
 
 // fitMessage is a FailedScheduling message taken apart.
 type fitMessage struct {
@@ -25,6 +28,8 @@ type fitMessage struct {
 	// PreFilter is the message of a PreFilter rejection, if that is what
 	// the message holds.
 	PreFilter string
+	// Preemption is preemption's part ("preemption: ..."), if any.
+	Preemption string
 }
 
 // countedReason is one "3 Insufficient cpu".
@@ -44,6 +49,9 @@ func parseFitMessage(msg string) (fm fitMessage, ok bool) {
 		return fitMessage{}, false
 	}
 	fm.Nodes, _ = strconv.Atoi(m[1])
+	if i := strings.Index(msg, " preemption: "); i >= 0 {
+		msg, fm.Preemption = msg[:i], msg[i+1:]
+	}
 	rest := strings.TrimSuffix(strings.TrimSpace(msg[len(m[0]):]), ".")
 	if rest == "" {
 		return fm, true
@@ -119,14 +127,15 @@ func whyLines(result, msg string) []why {
 		return []why{{Upstream: msg, Text: i18n.T("ui.sched.why.error")}}
 	case !ok:
 		return []why{{Upstream: msg, Text: i18n.T("ui.sched.why.unparsed")}}
-	case fm.PreFilter != "":
+	}
+	var out []why
+	if fm.PreFilter != "" {
 		text, known := explainReason(fm.Nodes, fm.PreFilter)
 		if !known {
 			text = i18n.T("ui.sched.why.prefilter", fm.Nodes)
 		}
-		return []why{{Upstream: fm.PreFilter, Text: text}}
+		out = append(out, why{Upstream: fm.PreFilter, Text: text})
 	}
-	var out []why
 	for _, r := range fm.Reasons {
 		text, known := explainReason(r.Count, r.Reason)
 		if !known {
@@ -134,7 +143,21 @@ func whyLines(result, msg string) []why {
 		}
 		out = append(out, why{Upstream: strconv.Itoa(r.Count) + " " + r.Reason, Text: text})
 	}
+	if fm.Preemption != "" {
+		out = append(out, why{Upstream: fm.Preemption, Text: explainPreemption(fm.Preemption)})
+	}
 	return out
+}
+
+// explainPreemption says what preemption's part of a message means.
+func explainPreemption(msg string) string {
+	switch {
+	case strings.Contains(msg, "preemptionPolicy=Never"):
+		return i18n.T("ui.sched.why.preemption-never")
+	case strings.Contains(msg, "terminating pod on the nominated node"):
+		return i18n.T("ui.sched.why.preemption-waiting")
+	}
+	return i18n.T("ui.sched.why.preemption")
 }
 
 // why is one explained part of a message.

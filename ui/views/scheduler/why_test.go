@@ -33,6 +33,12 @@ func TestParseFitMessage(t *testing.T) {
 			fitMessage{Nodes: 3, PreFilter: "node(s) didn't match pod topology spread constraints (missing required label)"}, true},
 		{"sorted as strings", "0/12 nodes are available: 10 Insufficient cpu, 2 node(s) were unschedulable.",
 			fitMessage{Nodes: 12, Reasons: []countedReason{{10, "Insufficient cpu"}, {2, "node(s) were unschedulable"}}}, true},
+		{"with preemption's part", "0/6 nodes are available: 3 Insufficient cpu, 3 node(s) had untolerated taint(s). preemption: 0/6 nodes are available: 3 No preemption victims found for incoming pod, 3 Preemption is not helpful for scheduling.",
+			fitMessage{Nodes: 6, Reasons: []countedReason{{3, "Insufficient cpu"}, {3, "node(s) had untolerated taint(s)"}},
+				Preemption: "preemption: 0/6 nodes are available: 3 No preemption victims found for incoming pod, 3 Preemption is not helpful for scheduling."}, true},
+		{"prefilter then preemption", "0/3 nodes are available: node(s) didn't match pod topology spread constraints (missing required label). preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.",
+			fitMessage{Nodes: 3, PreFilter: "node(s) didn't match pod topology spread constraints (missing required label)",
+				Preemption: "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."}, true},
 		{"a plugin error", `running "NodeResourcesFit" filter plugin: boom`, fitMessage{}, false},
 	}
 	for _, tt := range tests {
@@ -88,6 +94,8 @@ func TestWhyLines(t *testing.T) {
 	}{
 		{"unschedulable", sched.ResultUnschedulable, "0/6 nodes are available: 3 Insufficient cpu, 3 node(s) had untolerated taint(s).",
 			[]string{"3 Insufficient cpu", "3 node(s) had untolerated taint(s)"}},
+		{"with preemption", sched.ResultUnschedulable, "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never.",
+			[]string{"1 Insufficient cpu", "preemption: not eligible due to preemptionPolicy=Never."}},
 		{"no nodes", sched.ResultUnschedulable, "no nodes available to schedule pods", []string{"no nodes available to schedule pods"}},
 		{"error", sched.ResultError, "running PreFilter plugin \"X\": boom", []string{"running PreFilter plugin \"X\": boom"}},
 		{"unknown reason", sched.ResultUnschedulable, "0/2 nodes are available: 2 node(s) had volume node affinity conflict.",
