@@ -133,7 +133,7 @@ func ToV2(in *autoscalingv1.HorizontalPodAutoscaler) *autoscalingv2.HorizontalPo
 }
 
 // FromV2 returns the v1 form of a v2 HPA. It never changes in.
-func FromV2(in *autoscalingv2.HorizontalPodAutoscaler) (*autoscalingv1.HorizontalPodAutoscaler, error) {
+func FromV2(in *autoscalingv2.HorizontalPodAutoscaler) *autoscalingv1.HorizontalPodAutoscaler {
 	in = in.DeepCopy()
 	out := &autoscalingv1.HorizontalPodAutoscaler{
 		ObjectMeta: in.ObjectMeta,
@@ -164,9 +164,7 @@ func FromV2(in *autoscalingv2.HorizontalPodAutoscaler) (*autoscalingv1.Horizonta
 		others = append(others, metricSpecFromV2(m))
 	}
 	if len(others) > 0 {
-		if err := annotate(ann, MetricSpecsAnnotation, others); err != nil {
-			return nil, err
-		}
+		annotate(ann, MetricSpecsAnnotation, others)
 	}
 	// Every current metric goes in the annotation, CPU included: its raw
 	// value is there and not in currentCPUUtilizationPercentage.
@@ -178,14 +176,10 @@ func FromV2(in *autoscalingv2.HorizontalPodAutoscaler) (*autoscalingv1.Horizonta
 				out.Status.CurrentCPUUtilizationPercentage = ptr.To(*m.Resource.Current.AverageUtilization)
 			}
 		}
-		if err := annotate(ann, MetricStatusesAnnotation, current); err != nil {
-			return nil, err
-		}
+		annotate(ann, MetricStatusesAnnotation, current)
 	}
 	if in.Spec.Behavior != nil {
-		if err := annotate(ann, BehaviorSpecsAnnotation, behaviorFromV2(in.Spec.Behavior)); err != nil {
-			return nil, err
-		}
+		annotate(ann, BehaviorSpecsAnnotation, behaviorFromV2(in.Spec.Behavior))
 	}
 	if len(in.Status.Conditions) > 0 {
 		conds := make([]autoscalingv1.HorizontalPodAutoscalerCondition, len(in.Status.Conditions))
@@ -195,9 +189,7 @@ func FromV2(in *autoscalingv2.HorizontalPodAutoscaler) (*autoscalingv1.Horizonta
 				LastTransitionTime: c.LastTransitionTime, Reason: c.Reason, Message: c.Message, ObservedGeneration: c.ObservedGeneration,
 			}
 		}
-		if err := annotate(ann, ConditionsAnnotation, conds); err != nil {
-			return nil, err
-		}
+		annotate(ann, ConditionsAnnotation, conds)
 	}
 	if len(ann) > 0 {
 		if out.Annotations == nil {
@@ -207,16 +199,14 @@ func FromV2(in *autoscalingv2.HorizontalPodAutoscaler) (*autoscalingv1.Horizonta
 			out.Annotations[k] = v
 		}
 	}
-	return out, nil
+	return out
 }
 
-func annotate(ann map[string]string, key string, v any) error {
-	enc, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
+// annotate puts v's JSON in ann[key]. The values are plain API structs
+// (strings, numbers, quantities, times), whose encoding cannot fail.
+func annotate(ann map[string]string, key string, v any) {
+	enc, _ := json.Marshal(v)
 	ann[key] = string(enc)
-	return nil
 }
 
 // dropRoundTrip returns the annotations without the round-trip ones, as a

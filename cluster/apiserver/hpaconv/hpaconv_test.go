@@ -88,10 +88,7 @@ func fullV2() *autoscalingv2.HorizontalPodAutoscaler {
 // no field for rides in the annotations.
 func TestV2ToV1ToV2(t *testing.T) {
 	in := fullV2()
-	v1, err := FromV2(in)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v1 := FromV2(in)
 	if got := v1.Spec.TargetCPUUtilizationPercentage; got == nil || *got != 70 {
 		t.Errorf("targetCPUUtilizationPercentage = %v, want 70", got)
 	}
@@ -151,10 +148,7 @@ func TestV1ToV2ToV1(t *testing.T) {
 	if v2.Annotations != nil || v2.Spec.Behavior != nil {
 		t.Errorf("v2 = %+v", v2)
 	}
-	back, err := FromV2(v2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := FromV2(v2)
 	sameObject(t, "v1 after v2", back, plain)
 
 	// Now with everything in the annotations, in the shapes upstream
@@ -195,10 +189,7 @@ func TestV1ToV2ToV1(t *testing.T) {
 		t.Errorf("ToV2 changed its input's annotations: %v", full.Annotations)
 	}
 
-	back, err = FromV2(v2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	back = FromV2(v2)
 	// The annotations come back with the same content (the behavior now
 	// with its scale-up rules spelled out).
 	sameObject(t, "spec", back.Spec, full.Spec)
@@ -249,10 +240,7 @@ func TestStaleAndBrokenAnnotations(t *testing.T) {
 	stale.Status = autoscalingv2.HorizontalPodAutoscalerStatus{}
 	stale.Annotations[MetricSpecsAnnotation] = `[{"type":"Resource","resource":{"name":"memory","targetAverageValue":"1Gi"}}]`
 	stale.Annotations[ConditionsAnnotation] = `[]`
-	v1, err := FromV2(stale)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v1 := FromV2(stale)
 	if len(v1.Annotations) != 1 || v1.Annotations["team"] != "shop" {
 		t.Errorf("v1 annotations = %v, want only the user's", v1.Annotations)
 	}
