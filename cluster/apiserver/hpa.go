@@ -68,3 +68,43 @@ func keepHPAAnnotations(obj, current runtime.Object, keys []string) {
 	}
 	h.Annotations = ann
 }
+
+var (
+	hpaV1GVK = hpaV1GVR.GroupVersion().WithKind("HorizontalPodAutoscaler")
+	hpaV2GVK = hpaV2GVR.GroupVersion().WithKind("HorizontalPodAutoscaler")
+)
+
+// versionConvertor is the scheme the field managers convert objects with,
+// able also to convert an HPA between autoscaling/v1 and v2. Field
+// management needs it once an HPA has managers of both versions: it
+// converts the object to each manager's version to see which fields
+// changed. client-go's scheme converts between no two versions (upstream
+// goes through its internal types).
+type versionConvertor struct{ runtime.ObjectConvertor }
+
+func (c versionConvertor) ConvertToVersion(in runtime.Object, target runtime.GroupVersioner) (runtime.Object, error) {
+	if u, ok := in.(runtime.Unstructured); ok {
+		if gvk := u.GetObjectKind().GroupVersionKind(); gvk == hpaV1GVK || gvk == hpaV2GVK {
+			typed, err := c.ObjectConvertor.ConvertToVersion(in, gvk.GroupVersion())
+			if err != nil {
+				return nil, err
+			}
+			in = typed
+		}
+	}
+	switch o := in.(type) {
+	case *autoscalingv1.HorizontalPodAutoscaler:
+		if gvk, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{hpaV1GVK}); ok && gvk == hpaV2GVK {
+			out := hpaconv.ToV2(o)
+			out.APIVersion, out.Kind = hpaV2GVK.ToAPIVersionAndKind()
+			return out, nil
+		}
+	case *autoscalingv2.HorizontalPodAutoscaler:
+		if gvk, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{hpaV2GVK}); ok && gvk == hpaV1GVK {
+			out := hpaconv.FromV2(o)
+			out.APIVersion, out.Kind = hpaV1GVK.ToAPIVersionAndKind()
+			return out, nil
+		}
+	}
+	return c.ObjectConvertor.ConvertToVersion(in, target)
+}

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	acautoscalingv2 "k8s.io/client-go/applyconfigurations/autoscaling/v2"
 	"k8s.io/utils/ptr"
 
 	"github.com/klab-dev/klab/cluster/apiserver/apiservertest"
@@ -135,6 +136,19 @@ func TestHPABothVersions(t *testing.T) {
 	}
 	if len(asV2.Annotations) != 0 {
 		t.Errorf("the stored v2 object carries annotations %v; the round-trip ones belong to v1", asV2.Annotations)
+	}
+	// Field management follows the fields across versions: the v1 update
+	// took maxReplicas, the v2 create keeps the metrics.
+	owners := map[string]string{}
+	for _, e := range asV2.ManagedFields {
+		for _, f := range []string{"f:maxReplicas", "f:metrics"} {
+			if strings.Contains(string(e.FieldsV1.Raw), f) {
+				owners[f] += e.APIVersion + " "
+			}
+		}
+	}
+	if owners["f:maxReplicas"] != "autoscaling/v1 " || owners["f:metrics"] != "autoscaling/v2 " {
+		t.Errorf("owners after a v2 create and a v1 update = %v; want maxReplicas by the v1 entry, metrics by the v2 one\n%+v", owners, asV2.ManagedFields)
 	}
 
 	// Watch, patch (merge, strategic, JSON), list and delete through v1.
@@ -303,6 +317,19 @@ func TestHPAV1Kubectl(t *testing.T) {
 	}
 	if applier == nil || applier.APIVersion != "autoscaling/v1" || !strings.Contains(string(applier.FieldsV1.Raw), "targetCPUUtilizationPercentage") {
 		t.Errorf("managed fields = %+v; want kubectl's apply of autoscaling/v1 fields", h.ManagedFields)
+	}
+	// Another manager applying a different target through v2 conflicts
+	// with kubectl's v1 ownership of it: field management sees both
+	// versions of the one object.
+	_, err = cs.AutoscalingV2().HorizontalPodAutoscalers("hpa-kubectl").Apply(ctx,
+		acautoscalingv2.HorizontalPodAutoscaler("applied", "hpa-kubectl").WithSpec(acautoscalingv2.HorizontalPodAutoscalerSpec().
+			WithScaleTargetRef(acautoscalingv2.CrossVersionObjectReference().WithAPIVersion("apps/v1").WithKind("Deployment").WithName("web")).
+			WithMaxReplicas(3).
+			WithMetrics(acautoscalingv2.MetricSpec().WithType(autoscalingv2.ResourceMetricSourceType).WithResource(acautoscalingv2.ResourceMetricSource().
+				WithName(corev1.ResourceCPU).WithTarget(acautoscalingv2.MetricTarget().WithType(autoscalingv2.UtilizationMetricType).WithAverageUtilization(90))))),
+		metav1.ApplyOptions{FieldManager: "other"})
+	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), `conflict with "kubectl"`) {
+		t.Errorf("a v2 apply of another CPU target over kubectl's v1 one: %v; want a conflict with kubectl", err)
 	}
 	// A second apply with a new target is no conflict: kubectl owns it.
 	changed := strings.Replace(hpaV1Manifest, "targetCPUUtilizationPercentage: 40", "targetCPUUtilizationPercentage: 45", 1)
