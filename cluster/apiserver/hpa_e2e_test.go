@@ -212,6 +212,39 @@ func TestHPABothVersions(t *testing.T) {
 		t.Errorf("create with maxReplicas 0 through v1: %v; want Invalid on spec.maxReplicas", err)
 	}
 
+	// A dry run answers as the create would: the CPU target v1 leaves
+	// to the controller is written down, 80% as upstream's conversion
+	// writes it.
+	dry, err := v1c.Create(ctx, &autoscalingv1.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: "dry"},
+		Spec:       autoscalingv1.HorizontalPodAutoscalerSpec{ScaleTargetRef: ref, MaxReplicas: 2},
+	}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil || ptr.Deref(dry.Spec.TargetCPUUtilizationPercentage, 0) != hpaconv.DefaultCPUUtilization {
+		t.Errorf("dry-run create without a target: %+v, %v; want target %d", dry, err, hpaconv.DefaultCPUUtilization)
+	}
+
+	// A status write through v1 changes the status and leaves the spec,
+	// though the writer left out the spec's annotations.
+	asV1, err = v1c.Get(ctx, "mem", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asV1.Annotations = nil
+	asV1.Status = autoscalingv1.HorizontalPodAutoscalerStatus{CurrentReplicas: 3, DesiredReplicas: 3, CurrentCPUUtilizationPercentage: ptr.To[int32](30)}
+	if _, err := v1c.UpdateStatus(ctx, asV1, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("update status through v1: %v", err)
+	}
+	asV2, err = v2c.Get(ctx, "mem", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm := asV2.Status.CurrentMetrics; asV2.Status.DesiredReplicas != 3 || len(cm) != 1 || cm[0].Resource.Name != corev1.ResourceCPU || ptr.Deref(cm[0].Resource.Current.AverageUtilization, 0) != 30 {
+		t.Errorf("v2 status after a v1 status write = %+v; want CPU at 30%%", asV2.Status)
+	}
+	if len(asV2.Spec.Metrics) != 1 || asV2.Spec.Metrics[0].Resource.Name != corev1.ResourceMemory || asV2.Spec.Behavior == nil {
+		t.Errorf("v2 spec after a v1 status write = %+v; want it unchanged", asV2.Spec)
+	}
+
 	if err := v1c.Delete(ctx, "cpu", metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete through v1: %v", err)
 	}
@@ -220,6 +253,12 @@ func TestHPABothVersions(t *testing.T) {
 	}
 	if err := v1c.Delete(ctx, "cpu", metav1.DeleteOptions{}); !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), `horizontalpodautoscalers.autoscaling "cpu" not found`) {
 		t.Errorf("second delete through v1: %v; want upstream's NotFound", err)
+	}
+	if err := v1c.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatalf("deletecollection through v1: %v", err)
+	}
+	if left, err := v2c.List(ctx, metav1.ListOptions{}); err != nil || len(left.Items) != 0 {
+		t.Errorf("v2 list after a v1 deletecollection: %v, %v; want none", names(ptrs(left.Items)), err)
 	}
 }
 
@@ -356,6 +395,10 @@ func TestHPAV1Kubectl(t *testing.T) {
 	// long name asks for v1 itself, against upstream as here.
 	yaml := k.ok(ctx, t, "get", "horizontalpodautoscalers.v1.autoscaling", "applied", "-n", "hpa-kubectl", "-o", "yaml")
 	wantMatch(t, "kubectl get horizontalpodautoscalers.v1.autoscaling -o yaml", yaml, `(?m)^apiVersion: autoscaling/v1$`, `(?m)^  targetCPUUtilizationPercentage: 45$`)
+
+	// The v1 schema is published: kubectl explain reads it.
+	explain := k.ok(ctx, t, "explain", "horizontalpodautoscalers.spec.targetCPUUtilizationPercentage", "--api-version=autoscaling/v1")
+	wantMatch(t, "kubectl explain", explain, `(?m)^VERSION:\s+v1$`, `targetCPUUtilizationPercentage`)
 
 	raw := k.ok(ctx, t, "get", "--raw", "/apis/autoscaling")
 	var group metav1.APIGroup
