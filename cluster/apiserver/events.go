@@ -25,7 +25,6 @@ var (
 // upstream, with the field mapping of upstream's conversion (regarding is
 // involvedObject, note is message, the deprecated* fields are the old
 // ones).
-
 //
 // autoscaling/v1 HorizontalPodAutoscalers are likewise the autoscaling/v2
 // ones, stored once as v2 (hpa.go).
