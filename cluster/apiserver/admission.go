@@ -125,6 +125,7 @@ func prepareForUpdate(res *registry.Resource, sub string, obj, current runtime.O
 		}
 		reflect.ValueOf(obj).Elem().Set(target)
 		m.SetAnnotations(annotations)
+		keepHPAAnnotations(obj, current, hpaSpecAnnotations)
 		return nil
 	}
 	if sub == registry.SubFinalize {
@@ -143,6 +144,7 @@ func prepareForUpdate(res *registry.Resource, sub string, obj, current runtime.O
 		if st := reflect.ValueOf(current).Elem().FieldByName("Status"); st.IsValid() {
 			reflect.ValueOf(obj).Elem().FieldByName("Status").Set(st)
 		}
+		keepHPAAnnotations(obj, current, hpaStatusAnnotations)
 	}
 	defaults.Default(obj)
 	if tracksGeneration(obj) && generationChanged(obj, current) {

@@ -181,7 +181,9 @@ func (s *Server) createObject(ctx context.Context, res *registry.Resource, names
 			return nil, err
 		}
 		if dryRun {
-			return obj, nil
+			// What a real create would answer: the object as stored
+			// and read back (a v1 HPA through its v2 form).
+			return s.fromStorage(res, s.toStorage(res, obj)), nil
 		}
 		stored, err := s.store.Create(ctx, s.storageResource(res), s.toStorage(res, obj))
 		if err != nil {
@@ -316,7 +318,7 @@ func (s *Server) updateObject(ctx context.Context, req *request, newObject func(
 		}
 		releases = append(releases, release)
 		if dryRun {
-			dryRunResult = obj
+			dryRunResult = s.fromStorage(res, s.toStorage(res, obj))
 			return nil, errDryRun // nothing is written
 		}
 		return s.toStorage(res, obj), nil

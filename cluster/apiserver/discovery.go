@@ -72,7 +72,8 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request, info r
 	}
 }
 
-// groups returns the named API groups, each with its one version.
+// groups returns the named API groups with their versions, the preferred
+// one first (autoscaling serves v2, preferred, and v1, as upstream).
 func (s *Server) groups() []metav1.APIGroup {
 	var out []metav1.APIGroup
 	for _, gv := range s.reg.GroupVersions() {
@@ -80,6 +81,10 @@ func (s *Server) groups() []metav1.APIGroup {
 			continue
 		}
 		v := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
+		if n := len(out); n > 0 && out[n-1].Name == gv.Group {
+			out[n-1].Versions = append(out[n-1].Versions, v)
+			continue
+		}
 		out = append(out, metav1.APIGroup{Name: gv.Group, Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v})
 	}
 	return out

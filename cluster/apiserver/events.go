@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -8,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/klab-dev/klab/cluster/apiserver/eventconv"
+	"github.com/klab-dev/klab/cluster/apiserver/hpaconv"
 	"github.com/klab-dev/klab/cluster/apiserver/registry"
 )
 
@@ -22,6 +25,9 @@ var (
 // upstream, with the field mapping of upstream's conversion (regarding is
 // involvedObject, note is message, the deprecated* fields are the old
 // ones).
+//
+// autoscaling/v1 HorizontalPodAutoscalers are likewise the autoscaling/v2
+// ones, stored once as v2 (hpa.go).
 
 // storageResource returns the resource whose store res reads and writes.
 func (s *Server) storageResource(res *registry.Resource) *registry.Resource {
@@ -29,13 +35,20 @@ func (s *Server) storageResource(res *registry.Resource) *registry.Resource {
 		core, _ := s.reg.Lookup(coreEventsGVR)
 		return core
 	}
+	if res.GroupVersionResource == hpaV1GVR {
+		v2, _ := s.reg.Lookup(hpaV2GVR)
+		return v2
+	}
 	return res
 }
 
 // toStorage converts an object of res into its stored form.
 func (s *Server) toStorage(res *registry.Resource, obj runtime.Object) runtime.Object {
-	if e, ok := obj.(*eventsv1.Event); ok {
-		return eventconv.ToCore(e)
+	switch o := obj.(type) {
+	case *eventsv1.Event:
+		return eventconv.ToCore(o)
+	case *autoscalingv1.HorizontalPodAutoscaler:
+		return hpaToStorage(o)
 	}
 	return obj
 }
@@ -45,11 +58,17 @@ func (s *Server) fromStorage(res *registry.Resource, obj runtime.Object) runtime
 	if e, ok := obj.(*corev1.Event); ok && res.Group == "events.k8s.io" {
 		return eventconv.FromCore(e)
 	}
+	if h, ok := obj.(*autoscalingv2.HorizontalPodAutoscaler); ok && res.GroupVersionResource == hpaV1GVR {
+		return hpaconv.FromV2(h)
+	}
 	return obj
 }
 
 // listFromStorage converts a stored list into res's list.
 func (s *Server) listFromStorage(res *registry.Resource, list runtime.Object) runtime.Object {
+	if res.GroupVersionResource == hpaV1GVR {
+		return hpaListFromStorage(list.(*autoscalingv2.HorizontalPodAutoscalerList))
+	}
 	if res.Group != "events.k8s.io" {
 		return list
 	}

@@ -79,7 +79,7 @@ func (f *fieldManagers) get(res *registry.Resource, sub string) (*managedfields.
 		return fm, nil
 	}
 	gv := res.GroupVersion()
-	fm, err := managedfields.NewDefaultFieldManager(typeConverter(), scheme.Scheme, defaulter{}, scheme.Scheme,
+	fm, err := managedfields.NewDefaultFieldManager(typeConverter(), versionConvertor{scheme.Scheme}, defaulter{}, scheme.Scheme,
 		res.GVK(), gv, sub, resetFields(res, sub))
 	if err != nil {
 		return nil, fmt.Errorf("field manager for %s: %w", res.GroupVersionResource, err)

@@ -3,7 +3,9 @@ package defaults
 import (
 	"reflect"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/utils/ptr"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -63,6 +65,12 @@ func Default(obj runtime.Object) {
 		defaultCronJob(o)
 	case *autoscalingv2.HorizontalPodAutoscaler:
 		defaultHPA(o)
+	case *autoscalingv1.HorizontalPodAutoscaler:
+		// Upstream's v1 default; the rest of v2's comes with the
+		// conversion to the stored v2 object.
+		if o.Spec.MinReplicas == nil {
+			o.Spec.MinReplicas = ptr.To[int32](1)
+		}
 	case *discoveryv1.EndpointSlice:
 		defaultEndpointSlice(o)
 	case *schedulingv1.PriorityClass:

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -408,5 +409,20 @@ func TestDefaultIsIdempotent(t *testing.T) {
 				t.Errorf("second Default changed the object (-first +second):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A v1 HPA gets upstream's one v1 default, minReplicas 1; the CPU target it
+// leaves out is written down by the conversion to v2, not here.
+func TestDefaultHPAV1(t *testing.T) {
+	h := &autoscalingv1.HorizontalPodAutoscaler{Spec: autoscalingv1.HorizontalPodAutoscalerSpec{MaxReplicas: 3}}
+	Default(h)
+	if h.Spec.MinReplicas == nil || *h.Spec.MinReplicas != 1 || h.Spec.TargetCPUUtilizationPercentage != nil {
+		t.Errorf("defaulted v1 spec = %+v; want minReplicas 1 and no target", h.Spec)
+	}
+	h.Spec.MinReplicas = ptr.To[int32](2)
+	Default(h)
+	if *h.Spec.MinReplicas != 2 {
+		t.Errorf("minReplicas %d overwritten", *h.Spec.MinReplicas)
 	}
 }

@@ -5,8 +5,11 @@ import (
 	"strings"
 	"time"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/klab-dev/klab/cluster/apiserver/hpaconv"
 )
 
 var hpaColumns = []metav1.TableColumnDefinition{
@@ -17,6 +20,12 @@ var hpaColumns = []metav1.TableColumnDefinition{
 	column("MaxPods", "integer", autoscalingv2.HorizontalPodAutoscalerSpec{}.SwaggerDoc()["maxReplicas"]),
 	column("Replicas", "integer", autoscalingv2.HorizontalPodAutoscalerStatus{}.SwaggerDoc()["currentReplicas"]),
 	ageColumn,
+}
+
+// printHPAV1 prints an autoscaling/v1 HPA as the v2 object it converts to:
+// upstream's printer is the same for both versions.
+func printHPAV1(hpa *autoscalingv1.HorizontalPodAutoscaler, now time.Time) metav1.TableRow {
+	return printHPA(hpaconv.ToV2(hpa), now)
 }
 
 // printHPA prints NAME REFERENCE TARGETS MINPODS MAXPODS REPLICAS AGE, as

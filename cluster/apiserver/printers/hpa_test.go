@@ -1,11 +1,15 @@
 package printers
 
 import (
+	"fmt"
 	"testing"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/klab-dev/klab/cluster/apiserver/hpaconv"
 )
 
 func TestHPATargets(t *testing.T) {
@@ -37,5 +41,27 @@ func TestHPATargets(t *testing.T) {
 				t.Errorf("targets = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// A v1 HPA prints the row of the v2 object it is: upstream's printer is one
+// for both versions.
+func TestPrintHPAV1(t *testing.T) {
+	v2 := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", CreationTimestamp: metav1.Unix(1000, 0)},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{Kind: "Deployment", Name: "web"}, MinReplicas: ptr[int32](1), MaxReplicas: 4,
+			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+				Name: corev1.ResourceMemory, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: ptr(resource.MustParse("200Mi"))}}}},
+		},
+		Status: autoscalingv2.HorizontalPodAutoscalerStatus{CurrentReplicas: 2},
+	}
+	now := metav1.Unix(1060, 0).Time
+	want, got := printHPA(v2, now), printHPAV1(hpaconv.FromV2(v2), now)
+	if fmt.Sprint(got.Cells) != fmt.Sprint(want.Cells) {
+		t.Errorf("v1 row = %v, want v2's %v", got.Cells, want.Cells)
+	}
+	if got.Cells[2] != "memory: <unknown>/200Mi" {
+		t.Errorf("targets = %v, want the memory metric from the annotation", got.Cells[2])
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -70,6 +71,7 @@ var handlers = map[reflect.Type]handler{
 	reflect.TypeFor[*batchv1.Job]():                              typed(jobColumns, printJob),
 	reflect.TypeFor[*batchv1.CronJob]():                          typed(cronJobColumns, printCronJob),
 	reflect.TypeFor[*autoscalingv2.HorizontalPodAutoscaler]():    typed(hpaColumns, printHPA),
+	reflect.TypeFor[*autoscalingv1.HorizontalPodAutoscaler]():    typed(hpaColumns, printHPAV1),
 	reflect.TypeFor[*coordinationv1.Lease]():                     typed(leaseColumns, printLease),
 	reflect.TypeFor[*discoveryv1.EndpointSlice]():                typed(endpointSliceColumns, printEndpointSlice),
 	reflect.TypeFor[*policyv1.PodDisruptionBudget]():             typed(podDisruptionBudgetColumns, printPodDisruptionBudget),

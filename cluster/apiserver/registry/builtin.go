@@ -47,8 +47,10 @@ func builtin() []*Resource {
 		{GroupVersionResource: gvr("apps", "v1", "deployments"), Kind: "Deployment", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubScale, SubStatus}, ShortNames: []string{"deploy"}, Categories: []string{"all"}},
 		{GroupVersionResource: gvr("apps", "v1", "statefulsets"), Kind: "StatefulSet", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubScale, SubStatus}, ShortNames: []string{"sts"}, Categories: []string{"all"}},
 		{GroupVersionResource: gvr("apps", "v1", "replicasets"), Kind: "ReplicaSet", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubScale, SubStatus}, ShortNames: []string{"rs"}, Categories: []string{"all"}, FieldLabels: replicaSetFields},
-		// autoscaling/v2
+		// autoscaling/v2, then autoscaling/v1: the same HPAs, stored as v2
+		// (the preferred version, listed first) and served in both.
 		{GroupVersionResource: gvr("autoscaling", "v2", "horizontalpodautoscalers"), Kind: "HorizontalPodAutoscaler", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubStatus}, ShortNames: []string{"hpa"}, Categories: []string{"all"}},
+		{GroupVersionResource: gvr("autoscaling", "v1", "horizontalpodautoscalers"), Kind: "HorizontalPodAutoscaler", Namespaced: true, Verbs: allVerbs, Subresources: []string{SubStatus}, ShortNames: []string{"hpa"}, Categories: []string{"all"}},
 		// authentication.k8s.io/v1, authorization.k8s.io/v1: computed per request.
 		{GroupVersionResource: gvr("authentication.k8s.io", "v1", "selfsubjectreviews"), Kind: "SelfSubjectReview", Verbs: createOnly, Virtual: true},
 		{GroupVersionResource: gvr("authorization.k8s.io", "v1", "localsubjectaccessreviews"), Kind: "LocalSubjectAccessReview", Namespaced: true, Verbs: createOnly, Virtual: true},

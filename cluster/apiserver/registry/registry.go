@@ -91,7 +91,8 @@ type Resource struct {
 	ShortNames, Categories []string
 	// StorageResource names the etcd key prefix, /registry/<StorageResource>.
 	// It differs from Resource only where two API groups share one store
-	// (events.k8s.io events are core events).
+	// (events.k8s.io events are core events) or one resource is served in
+	// two versions (autoscaling/v1 and v2 HorizontalPodAutoscalers).
 	StorageResource string
 	// Virtual resources (access reviews) are computed per request and never
 	// stored.

@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"slices"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/klab-dev/klab/cluster/apiserver/hpaconv"
 )
 
 // HorizontalPodAutoscaler validation, as upstream's
@@ -18,6 +21,14 @@ var hpaMetricTypes = []string{string(autoscalingv2.ObjectMetricSourceType), stri
 func validateHPA(hpa *autoscalingv2.HorizontalPodAutoscaler) field.ErrorList {
 	allErrs := validateObjectMeta(&hpa.ObjectMeta, true, nameIsDNSSubdomain)
 	return append(allErrs, validateHPASpec(&hpa.Spec, specPath)...)
+}
+
+// An autoscaling/v1 HPA is checked as the v2 object it converts to, as
+// upstream checks the internal one: the errors name v2's fields.
+func asV2(check func(obj, old *autoscalingv2.HorizontalPodAutoscaler) field.ErrorList) func(obj, old *autoscalingv1.HorizontalPodAutoscaler) field.ErrorList {
+	return func(obj, old *autoscalingv1.HorizontalPodAutoscaler) field.ErrorList {
+		return check(hpaconv.ToV2(obj), hpaconv.ToV2(old))
+	}
 }
 
 func validateHPAUpdate(hpa, old *autoscalingv2.HorizontalPodAutoscaler) field.ErrorList {

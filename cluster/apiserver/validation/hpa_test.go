@@ -1,9 +1,11 @@
 package validation
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,5 +80,35 @@ func TestValidateHPA(t *testing.T) {
 				t.Errorf("errors %v, want %q", errs.ToAggregate(), tt.want)
 			}
 		})
+	}
+}
+
+// An autoscaling/v1 HPA is checked as the v2 object it converts to, so a
+// bad metric in its metrics annotation is refused with v2's field path.
+func TestValidateHPAV1(t *testing.T) {
+	hpa := &autoscalingv1.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", ResourceVersion: "1"},
+		Spec: autoscalingv1.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+			MinReplicas:    ptr.To[int32](1), MaxReplicas: 5, TargetCPUUtilizationPercentage: ptr.To[int32](50),
+		},
+	}
+	if errs := ValidateCreate(hpa); len(errs) != 0 {
+		t.Fatalf("valid v1 HPA: %v", errs)
+	}
+	bad := hpa.DeepCopy()
+	bad.Spec.TargetCPUUtilizationPercentage = ptr.To[int32](0)
+	if errs := ValidateCreate(bad); !strings.Contains(fmt.Sprint(errs), "spec.metrics[0].resource.target.averageUtilization: Invalid value: 0") {
+		t.Errorf("target 0%%: %v", errs)
+	}
+	bad = hpa.DeepCopy()
+	bad.Annotations = map[string]string{"autoscaling.alpha.kubernetes.io/metrics": `[{"type":"Resource","resource":{"name":"memory","targetAverageValue":"0"}}]`}
+	if errs := ValidateUpdate(bad, hpa); !strings.Contains(fmt.Sprint(errs), "spec.metrics[0].resource.target.averageValue: Invalid value: \"0\": must be positive") {
+		t.Errorf("a memory target of 0, in the annotation: %v", errs)
+	}
+	bad = hpa.DeepCopy()
+	bad.Status.CurrentReplicas = -1
+	if errs := ValidateStatusUpdate(bad, hpa); !strings.Contains(fmt.Sprint(errs), "status.currentReplicas") {
+		t.Errorf("negative current replicas: %v", errs)
 	}
 }

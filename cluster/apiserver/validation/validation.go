@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -21,6 +22,8 @@ import (
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/klab-dev/klab/cluster/apiserver/hpaconv"
 )
 
 // ValidateCreate returns upstream's field errors for a new object, which must
@@ -79,6 +82,8 @@ func ValidateCreate(obj runtime.Object) field.ErrorList {
 		allErrs = validateCronJob(o)
 	case *autoscalingv2.HorizontalPodAutoscaler:
 		allErrs = validateHPA(o)
+	case *autoscalingv1.HorizontalPodAutoscaler:
+		allErrs = validateHPA(hpaconv.ToV2(o))
 	case *coordinationv1.Lease:
 		allErrs = validateLease(o)
 	case *discoveryv1.EndpointSlice:
@@ -167,6 +172,8 @@ func ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		return withOld(o, old, validateCronJobUpdate)
 	case *autoscalingv2.HorizontalPodAutoscaler:
 		return withOld(o, old, validateHPAUpdate)
+	case *autoscalingv1.HorizontalPodAutoscaler:
+		return withOld(o, old, asV2(validateHPAUpdate))
 	case *coordinationv1.Lease:
 		return withOld(o, old, validateLeaseUpdate)
 	case *discoveryv1.EndpointSlice:
@@ -225,6 +232,8 @@ func ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList {
 		return withOld(o, old, validateCronJobStatusUpdate)
 	case *autoscalingv2.HorizontalPodAutoscaler:
 		return withOld(o, old, validateHPAStatusUpdate)
+	case *autoscalingv1.HorizontalPodAutoscaler:
+		return withOld(o, old, asV2(validateHPAStatusUpdate))
 	case *policyv1.PodDisruptionBudget:
 		return withOld(o, old, validatePodDisruptionBudgetStatusUpdate)
 	case *certificatesv1.CertificateSigningRequest:
