@@ -71,6 +71,7 @@ func runKubectl(cmd *cobra.Command, args []string) (err error) {
 	// kubectl points client-go's warnings at its stderr for the run.
 	defer rest.SetDefaultWarningHandlerWithContext(rest.WarningLogger{})
 	stderr := cmd.ErrOrStderr()
+	defer stderrTo(stderr)()
 	self := goroutineID()
 	cmdutil.BehaviorOnFatal(func(msg string, code int) {
 		// As kubectl's own handler prints it.

@@ -91,6 +91,28 @@ func TestKubectlThroughTheLoadBalancer(t *testing.T) {
 		}
 	}
 
+	// What kubectl writes to os.Stderr itself, not to its streams, comes
+	// out with the command's output when the runner runs it in process:
+	// kubectl logs of a Deployment with two pods says which one it reads.
+	if code, _, stderr := kubectl("create", "deployment", "two", "--image=klab/app", "--replicas=2"); code != 0 {
+		t.Fatalf("create deployment: %s", stderr)
+	}
+	for deadline := time.Now().Add(time.Minute); ; {
+		_, out, _ := kubectl("get", "pods", "-l", "app=two", "-o", "name")
+		if len(strings.Fields(out)) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deployment two has pods %q, want 2", out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	var logsOut, logsErr bytes.Buffer
+	_ = run(ctx, []string{"klab", "kubectl", "--name", name, "logs", "deploy/two"}, &logsOut, &logsErr)
+	if !strings.Contains(logsErr.String(), "Found 2 pods, using pod/two-") {
+		t.Errorf("kubectl logs deploy/two in process: stderr %q lacks kubectl's \"Found 2 pods\" line", logsErr.String())
+	}
+
 	// A YAML error in the second document is reported at the file's line.
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	manifest := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\n# second\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\ndata:\n  x: : y\n"
