@@ -87,10 +87,10 @@ func (m *Model) openTimeline() {
 	m.layout()
 }
 
-// seek moves the timeline to at.
+// seek moves the timeline to at, within what the session keeps.
 func (m *Model) seek(at time.Duration) {
 	r := m.rewind
-	r.at = min(max(at, 0), r.s.Duration())
+	r.at = min(max(at, r.s.From()), r.s.Duration())
 	v, err := r.s.Seek(m.c, r.views, r.at)
 	if err != nil {
 		m.status = status{err: err}
@@ -115,7 +115,7 @@ func (m *Model) timelineKey(msg tea.KeyMsg) bool {
 	case ".", ">":
 		m.seek(r.at + step)
 	case "[":
-		best := time.Duration(0)
+		best := r.s.From()
 		for _, n := range r.news {
 			if n < r.at {
 				best = n
@@ -132,7 +132,8 @@ func (m *Model) timelineKey(msg tea.KeyMsg) bool {
 		}
 		m.seek(next)
 	case "home", "g":
-		m.seek(0)
+		// The window's start: what the workspace keeps in memory.
+		m.seek(r.s.From())
 	case "end", "G":
 		m.seek(r.s.Duration())
 	default:
