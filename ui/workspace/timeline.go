@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/ui/common"
 	"github.com/klab-dev/klab/ui/labio"
 	"github.com/klab-dev/klab/ui/record"
 )
@@ -152,9 +153,13 @@ func (m *Model) timelineKey(msg tea.KeyMsg) bool {
 func (m *Model) rewoundView() string {
 	r := m.rewind
 	body := r.views.Draw(recordNames[m.view])
-	line := record.Timeline(r.s, r.at, false, m.viewW)
+	// The bar leaves room for "rewound" in place of "paused", which is
+	// one cell longer in English: the line fits the view, its end
+	// (the moment, at the end of the session) not cut off.
+	paused, rewound := i18n.T("record.paused"), i18n.T("record.rewound")
+	line := record.Timeline(r.s, r.at, false, m.viewW-max(common.Width(rewound)-common.Width(paused), 0))
 	head, _, _ := strings.Cut(line, "\n")
-	head = strings.Replace(head, i18n.T("record.paused"), i18n.T("record.rewound"), 1)
+	head = strings.Replace(head, paused, rewound, 1)
 	keys := ansi.Truncate(i18n.T("record.live-keys"), m.viewW, "…")
 	return body + "\n" + head + "\n" + m.c.Styles.Status.Info.Render(keys)
 }

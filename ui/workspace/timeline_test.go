@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/etcd"
 	"github.com/klab-dev/klab/cluster/lab"
@@ -95,6 +97,13 @@ func TestTimelineWindow(t *testing.T) {
 			label := i18n.T("record.window", fmt.Sprintf("%d:%04.1f", int(from.Minutes()), (from%time.Minute).Seconds()))
 			if !m.Rewound() || !strings.Contains(m.View(), label) {
 				t.Fatalf("the rewound timeline does not say %q:\n%s", label, m.View())
+			}
+			// At the session's end the line fits, its moment drawn
+			// last.
+			for _, l := range strings.Split(m.View(), "\n") {
+				if strings.Contains(l, label) && !strings.HasSuffix(strings.TrimRight(ansi.Strip(l), " │"), "●") {
+					t.Errorf("the timeline's line is cut short:\n%s", l)
+				}
 			}
 			press(m, "home")
 			if m.rewind.at != from {
