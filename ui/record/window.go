@@ -30,22 +30,25 @@ type Window struct {
 }
 
 // DefaultWindow is what a workspace keeps. Thirty minutes is more than a
-// lesson step or a demonstration takes (kill the leader, watch the
-// election, watch the pods come back), so a teacher can rewind to "what
-// happened when I stopped master-1" long after; the timeline is for the
+// lesson step or a demonstration takes (stop the leader, watch the
+// election, watch the pods come back), so a teacher can still rewind to
+// "when I stopped master-1" well after it; the timeline is for the
 // class's last moments, and klab replay shows the whole session from the
-// file. 96 MiB is what those thirty minutes cost a three-member cluster
-// under a steady load (about 30 MiB on a quiet one): under the heavy load
-// of the recording benchmark (700 records a second, 330 KiB/s) the budget
-// holds the last five minutes and bounds the workspace's memory on the
-// students' laptops, which also run the cluster.
+// file. 96 MiB holds those thirty minutes of a three-member cluster left
+// alone (the recording benchmark's steady phase, some 90 observations a
+// second: about 90 MiB) and, under that benchmark's heavy load (700 a
+// second, where a whole hour took a gigabyte), the last four to five
+// minutes: the demonstration just made, in a workspace that shares the
+// students' laptops with the cluster.
 var DefaultWindow = Window{Span: 30 * time.Minute, Bytes: 96 << 20}
 
 // trimKeep is the share of a bound a trim leaves: past a bound, the
-// oldest eighth goes at once, so that trimming (a fold of what goes, a
-// keyframe of every view, a copy of what stays) comes every few minutes,
-// not with every record.
-const trimKeep = 7.0 / 8
+// oldest sixteenth goes at once, so that trimming (a fold of what goes, a
+// keyframe of every view, a copy of what stays) comes every half minute
+// or so at the heaviest load, not with every record. A trim then takes
+// the workspace's Update loop some 40 ms on a loaded machine, where an
+// eighth took 70 ms for the same CPU an hour (BenchmarkLiveBusyHour).
+const trimKeep = 15.0 / 16
 
 // over reports whether the session passed a bound of the window.
 func (l *Live) over() bool {

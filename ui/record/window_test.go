@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,14 +37,25 @@ type busy struct {
 	// to take a record (a trim's, when it trimmed).
 	tapes   int
 	slowest time.Duration
+	// trimsTook is how long each record that trimmed took.
+	trimsTook []time.Duration
+}
+
+// took notes how long l took a record; trims is how often it had
+// trimmed before.
+func (b *busy) took(l *Live, trims int, d time.Duration) {
+	b.slowest = max(b.slowest, d)
+	if l.trims > trims {
+		b.trimsTook = append(b.trimsTook, d)
+	}
 }
 
 // tape feeds l a tape.
 func (b *busy) tape(l *Live, view string, at time.Time, data []byte) {
 	b.tapes++
-	t0 := time.Now()
+	t0, trims := time.Now(), l.trims
 	l.Tape(view, at, data)
-	b.slowest = max(b.slowest, time.Since(t0))
+	b.took(l, trims, time.Since(t0))
 }
 
 // step is how often the workspace takes a batch.
@@ -83,8 +95,9 @@ func (b *busy) feed(l *Live, from, d time.Duration) {
 		}
 		batch := b.batch(now, at)
 		t0 := time.Now()
+		trims := l.trims
 		l.Observe(batch)
-		b.slowest = max(b.slowest, time.Since(t0))
+		b.took(l, trims, time.Since(t0))
 		b.tape(l, ViewEvents, now, b.requests(now, at))
 		if at%time.Second == 0 {
 			pod := int(at/time.Second) % 20
@@ -221,9 +234,9 @@ func TestLiveKeepsAWindow(t *testing.T) {
 			if s.From() < tc.hours*time.Hour-tc.w.Span {
 				t.Errorf("after %d hours the window starts at %s", tc.hours, s.From())
 			}
-			// Trimmed in chunks, not with every record: an eighth of a
-			// bound at a time, hundreds of records at least.
-			if l.trims == 0 || records/l.trims < 500 {
+			// Trimmed in chunks, not with every record: a sixteenth of
+			// a bound at a time, hundreds of records at least.
+			if l.trims == 0 || records/l.trims < 300 {
 				t.Errorf("%d trims in %d records", l.trims, records)
 			}
 			// The heap agrees with the estimate: it holds no more than
@@ -323,9 +336,9 @@ func replay(l *Live, s *Session) {
 // measured on a real one: about 700 observations a second, besides the
 // views' tapes. It reports the heap the Live retains at the end, measured
 // and as it estimates it, the recorded time it keeps, the time it took
-// (the window's trims included) and the longest a single record took (a
-// trim's, in the workspace's Update loop), whole and within the
-// DefaultWindow.
+// (the window's trims included), the longest a single record took, and
+// how long the records that trimmed took (the workspace's Update loop
+// waits for them), whole and within the DefaultWindow.
 func BenchmarkLiveBusyHour(b *testing.B) {
 	for _, bc := range []struct {
 		name string
@@ -351,6 +364,12 @@ func BenchmarkLiveBusyHour(b *testing.B) {
 				b.ReportMetric((s.Duration() - s.From()).Minutes(), "min-kept")
 				b.ReportMetric(float64(feed.slowest.Milliseconds()), "ms-slowest-record")
 				b.ReportMetric(float64(int(feed.seq)+feed.tapes), "records")
+				if n := len(feed.trimsTook); n > 0 {
+					slices.Sort(feed.trimsTook)
+					b.ReportMetric(float64(n), "trims")
+					b.ReportMetric(float64(feed.trimsTook[n/2].Microseconds())/1000, "ms-median-trim")
+					b.ReportMetric(float64(feed.trimsTook[n-1].Microseconds())/1000, "ms-longest-trim")
+				}
 				runtime.KeepAlive(l)
 			}
 		})
