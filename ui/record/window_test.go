@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 	"runtime"
@@ -263,6 +264,9 @@ func TestWindowDrawsAsTheWholeSession(t *testing.T) {
 	c := uitest.Setup(t, i18n.English)
 	whole, b := newBusyLive(t, Window{})
 	windowed, _ := newBusyLive(t, Window{Span: 5 * time.Minute})
+	// The windowed Live writes a recording, as a workspace's does.
+	var file bytes.Buffer
+	windowed.rec = New(nopCloser{&file}, windowed.s.Info, windowed.s.Start)
 	// Both take the same records: the windowed one follows the whole
 	// one's.
 	b.feed(whole, 0, 23*time.Minute+700*time.Millisecond)
@@ -296,6 +300,19 @@ func TestWindowDrawsAsTheWholeSession(t *testing.T) {
 			}
 		}
 	}
+	// The file has everything, for klab replay.
+	if err := windowed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sessions, err := Read(&file, FileName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := sessions[0]; len(r.Observations) != len(full.Observations) || len(r.Tapes) != len(full.Tapes) || r.From() != 0 {
+		t.Errorf("the recording holds %d observations and %d tapes from %s, want all %d and %d",
+			len(r.Observations), len(r.Tapes), r.From(), len(full.Observations), len(full.Tapes))
+	}
+
 	// Before the window: the timeline stops at its start, and says so.
 	v, err := s.ViewsAt(c, 0)
 	if err != nil || v.At() != s.From() {
