@@ -187,9 +187,9 @@ func (s *Session) prepare(c *common.Common) error {
 	if err != nil {
 		return err
 	}
-	cps := []*checkpoint{v.checkpoint()}
-	if s.base != nil {
-		cps[0] = s.base
+	cps := []*checkpoint{s.base}
+	if s.base == nil {
+		cps[0] = v.checkpoint()
 	}
 	for at := s.From() + checkpointEvery; ; at += checkpointEvery {
 		if err := v.fold(s, min(at, s.Duration())); err != nil {

@@ -178,7 +178,8 @@ const (
 	slotBytes = int64(unsafe.Sizeof(lab.Observation(nil)) + unsafe.Sizeof(time.Time{}))
 )
 
-func str(ss ...string) int64 {
+// strBytes estimates the heap strings hold.
+func strBytes(ss ...string) int64 {
 	var n int64
 	for _, s := range ss {
 		if s != "" {
@@ -194,24 +195,24 @@ func sizeOfObservation(o lab.Observation) int64 {
 	switch o := o.(type) {
 	case *lab.StatusObservation:
 		s := &o.Status
-		n += int64(unsafe.Sizeof(*o)) + str(o.Member, s.ID, s.Name, s.ClusterID, s.State, s.Vote, s.Leader, s.ClientURL, s.PeerURL)
-		n += str(s.Alarms...) + str(s.AlarmMembers...)
+		n += int64(unsafe.Sizeof(*o)) + strBytes(o.Member, s.ID, s.Name, s.ClusterID, s.State, s.Vote, s.Leader, s.ClientURL, s.PeerURL)
+		n += strBytes(s.Alarms...) + strBytes(s.AlarmMembers...)
 		// A map's entry is its key and value, in buckets about half
 		// full, and the map's header.
 		if len(s.Progress) > 0 {
 			n += 48 + int64(len(s.Progress))*2*int64(unsafe.Sizeof("")+unsafe.Sizeof(etcd.Progress{}))
 			for k, p := range s.Progress {
-				n += str(k, p.State)
+				n += strBytes(k, p.State)
 			}
 		}
 	case *lab.EventObservation:
 		e := &o.Event
-		n += int64(unsafe.Sizeof(*o)) + str(o.Member, e.Member, e.Kind, e.State, e.Leader, e.Detail)
+		n += int64(unsafe.Sizeof(*o)) + strBytes(o.Member, e.Member, e.Kind, e.State, e.Leader, e.Detail)
 		if m := e.Msg; m != nil {
-			n += int64(unsafe.Sizeof(*m)) + allocPad + str(m.Type, m.From, m.To, m.FromName, m.ToName)
+			n += int64(unsafe.Sizeof(*m)) + allocPad + strBytes(m.Type, m.From, m.To, m.FromName, m.ToName)
 		}
 	case *lab.UnreachableObservation:
-		n += int64(unsafe.Sizeof(*o)) + str(o.Member) + 64
+		n += int64(unsafe.Sizeof(*o)) + strBytes(o.Member) + 64
 	default:
 		n += 64
 	}
