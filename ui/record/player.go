@@ -18,9 +18,14 @@ import (
 
 // StateAt folds the session's observations up to at (after its start)
 // into the picture the views draw: the same fold the live workspace
-// makes, so a moment is drawn as it was.
+// makes, so a moment is drawn as it was. A session that keeps only a
+// window starts from the state at its base; a moment before it is drawn
+// as at the base.
 func (s *Session) StateAt(at time.Duration) *labstate.State {
-	st := labstate.New(s.Info.Name, s.Info.Members)
+	st := s.emptyState()
+	if s.base != nil {
+		st = s.base.lab.Clone()
+	}
 	for _, o := range s.Observations[:s.index(at)] {
 		st.Apply(o)
 	}
@@ -80,26 +85,32 @@ func Tabs(c *common.Common, shown string, width int) string {
 }
 
 // Timeline draws where a moment is in the session, and the keys that move
-// it, in one or two lines.
+// it, in one or two lines. A session that keeps only its latest moments
+// (a workspace's window) says from when: its bar begins there.
 func Timeline(s *Session, at time.Duration, playing bool, width int) string {
-	total := s.Duration()
+	from, total := s.From(), s.Duration()
 	state := i18n.T("record.paused")
 	if playing {
 		state = i18n.T("record.playing")
 	}
 	head := fmt.Sprintf("%s %s / %s", state, clock(at), clock(total))
+	if from > 0 {
+		head += " · " + i18n.T("record.window", clock(from))
+	}
 	bar := max(width-common.Width(head)-1, 10)
-	pos := 0
-	if total > 0 {
-		pos = int(float64(bar-1) * float64(at) / float64(total))
+	mark := func(d time.Duration) int {
+		if total <= from {
+			return 0
+		}
+		return min(max(int(float64(bar-1)*float64(d-from)/float64(total-from)), 0), bar-1)
 	}
 	marks := []rune(strings.Repeat("─", bar))
 	for _, n := range s.News() {
-		if total > 0 {
-			marks[int(float64(bar-1)*float64(n)/float64(total))] = '╵'
+		if n >= from {
+			marks[mark(n)] = '╵'
 		}
 	}
-	marks[min(max(pos, 0), bar-1)] = '●'
+	marks[mark(at)] = '●'
 	return head + " " + string(marks) + "\n" + ansi.Truncate(i18n.T("record.keys"), width, "…")
 }
 
@@ -156,7 +167,7 @@ func (p *Player) Show(view string) {
 
 // Seek moves to a moment, within the session.
 func (p *Player) Seek(at time.Duration) {
-	p.at = min(max(at, 0), p.s.Duration())
+	p.at = min(max(at, p.s.From()), p.s.Duration())
 	v, err := p.s.Seek(p.c, p.views, p.at)
 	if err != nil {
 		p.err = err
@@ -191,7 +202,7 @@ func (p *Player) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			p.playing = !p.playing
 			if p.playing {
 				if p.at >= p.s.Duration() {
-					p.Seek(0)
+					p.Seek(p.s.From())
 				}
 				return p, tick()
 			}
@@ -214,7 +225,7 @@ func (p *Player) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			p.playing = false
 			p.Seek(p.nextNews())
 		case "home", "g":
-			p.Seek(0)
+			p.Seek(p.s.From())
 		case "end", "G":
 			p.Seek(p.s.Duration())
 		case "1", "2", "3", "4", "5":
@@ -236,7 +247,7 @@ func (p *Player) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 func (p *Player) prevNews() time.Duration {
-	best := time.Duration(0)
+	best := p.s.From()
 	for _, n := range p.news {
 		if n < p.at {
 			best = n

@@ -47,6 +47,7 @@ import (
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/etcd"
 	"github.com/klab-dev/klab/cluster/lab"
+	"github.com/klab-dev/klab/ui/common"
 )
 
 // FileName is the recording's name in a cluster's state dir.
@@ -284,14 +285,28 @@ type Session struct {
 	// checkpoints are the keyframes StateAt seeks from, made on first
 	// use.
 	checkpoints []*checkpoint
+	// base is what the views held at the session's first moment kept in
+	// memory (From), when a Live's window dropped what came before; the
+	// records start after it.
+	base *checkpoint
+}
+
+// From is the first moment of the session that can be drawn: its start,
+// or the start of the window a Live keeps in memory (the recording file
+// has the rest).
+func (s *Session) From() time.Duration {
+	if s.base == nil {
+		return 0
+	}
+	return s.base.at
 }
 
 // Duration is how long after its start the session's last observation
 // or tape came.
 func (s *Session) Duration() time.Duration {
-	var d time.Duration
+	d := s.From()
 	if n := len(s.Observations); n > 0 {
-		d = s.taken(n - 1).Sub(s.Start)
+		d = max(d, s.taken(n-1).Sub(s.Start))
 	}
 	if n := len(s.Tapes); n > 0 {
 		d = max(d, s.Tapes[n-1].At.Sub(s.Start))
@@ -417,29 +432,48 @@ func (s *Session) String() string {
 }
 
 // Live is a workspace's recording: the file it appends to (none when the
-// file cannot be opened) and the session so far, kept in memory for the
-// timeline. Its methods are called from the workspace's Update loop.
+// file cannot be opened), which gets everything, and the session so far,
+// of which it keeps the latest moments in memory for the timeline (its
+// Window). Its methods are called from the workspace's Update loop.
 type Live struct {
-	rec *Recorder
-	s   *Session
+	rec    *Recorder
+	s      *Session
+	window Window
+	// kept estimates the heap the session holds; trims counts the
+	// times the window moved.
+	kept  int64
+	trims int
+	// now says when the workspace takes a batch; tests make the time.
+	now func() time.Time
+	// c is what the views that fold a trimmed start draw with.
+	c *common.Common
 }
 
 // NewLive begins a session of the cluster info describes at start,
-// written to rec when it is not nil.
+// written to rec when it is not nil, and kept in memory within
+// DefaultWindow.
 func NewLive(rec *Recorder, info *lab.Info, start time.Time) *Live {
-	return &Live{rec: rec, s: &Session{Start: start, Info: info, Version: Version}}
+	return &Live{rec: rec, s: &Session{Start: start, Info: info, Version: Version}, window: DefaultWindow, now: time.Now}
 }
 
-// Observe records a batch of the Observer's stream.
+// SetWindow bounds what the session keeps in memory from now on; the zero
+// Window keeps everything.
+func (l *Live) SetWindow(w Window) { l.window = w }
+
+// Observe records a batch of the Observer's stream, taken now.
 func (l *Live) Observe(batch []lab.Observation) {
-	now := time.Now()
+	now := l.now()
 	l.s.Observations = append(l.s.Observations, batch...)
-	for range batch {
+	for _, o := range batch {
 		l.s.Taken = append(l.s.Taken, now)
+		l.kept += sizeOfObservation(o)
 	}
 	l.s.checkpoints = nil
 	if l.rec != nil {
 		_ = l.rec.RecordTaken(batch, now)
+	}
+	if l.over() {
+		l.trim()
 	}
 }
 
@@ -447,14 +481,18 @@ func (l *Live) Observe(batch []lab.Observation) {
 // (view Components), taken at at.
 func (l *Live) Tape(view string, at time.Time, data []byte) {
 	l.s.Tapes = append(l.s.Tapes, Tape{At: at, View: view, Data: data})
+	l.kept += sizeOfTape(&l.s.Tapes[len(l.s.Tapes)-1])
 	l.s.checkpoints = nil
 	if l.rec != nil {
 		_ = l.rec.RecordTape(view, at, data)
 	}
+	if l.over() {
+		l.trim()
+	}
 }
 
 // Session returns the session so far, to scrub: a copy that later
-// records leave alone.
+// records leave alone. It begins at the window's start (From).
 func (l *Live) Session() *Session {
 	s := *l.s
 	s.Observations = s.Observations[:len(s.Observations):len(s.Observations)]

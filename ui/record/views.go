@@ -176,15 +176,22 @@ func (v *Views) checkpoint() *checkpoint {
 	return cp
 }
 
-// prepare folds the whole session once, keeping a checkpoint every
-// checkpointEvery; it reports the first tape that cannot be read.
+// prepare folds the whole session once, from its base if it has one,
+// keeping a checkpoint every checkpointEvery; it reports the first tape
+// that cannot be read.
 func (s *Session) prepare(c *common.Common) error {
 	if s.checkpoints != nil {
 		return nil
 	}
-	v := newViews(c, s.Info, labstate.New(s.Info.Name, s.Info.Members))
-	cps := []*checkpoint{v.checkpoint()}
-	for at := checkpointEvery; ; at += checkpointEvery {
+	v, err := s.restore(c, s.base)
+	if err != nil {
+		return err
+	}
+	cps := []*checkpoint{s.base}
+	if s.base == nil {
+		cps[0] = v.checkpoint()
+	}
+	for at := s.From() + checkpointEvery; ; at += checkpointEvery {
 		if err := v.fold(s, min(at, s.Duration())); err != nil {
 			return err
 		}
@@ -197,19 +204,15 @@ func (s *Session) prepare(c *common.Common) error {
 	return nil
 }
 
-// Check reads every tape of the session into the views, and says which
-// one cannot be read, if any.
-func (s *Session) Check() error { return s.prepare(common.New()) }
+// emptyState is the members' state before anything was observed.
+func (s *Session) emptyState() *labstate.State { return labstate.New(s.Info.Name, s.Info.Members) }
 
-// ViewsAt returns the views as they were at (after the session's start):
-// from the last checkpoint before it, the observations and tapes that came
-// since, folded as the live workspace folded them.
-func (s *Session) ViewsAt(c *common.Common, at time.Duration) (*Views, error) {
-	if err := s.prepare(c); err != nil {
-		return nil, err
+// restore returns the views as they were at a checkpoint, or empty at
+// the session's start for none.
+func (s *Session) restore(c *common.Common, cp *checkpoint) (*Views, error) {
+	if cp == nil {
+		return newViews(c, s.Info, s.emptyState()), nil
 	}
-	i := sort.Search(len(s.checkpoints), func(i int) bool { return s.checkpoints[i].at > at }) - 1
-	cp := s.checkpoints[max(i, 0)]
 	v := newViews(c, s.Info, cp.lab.Clone())
 	v.nextObs, v.nextTape, v.at = cp.nextObs, cp.nextTape, cp.at
 	v.now = s.Start.Add(cp.at)
@@ -226,6 +229,27 @@ func (s *Session) ViewsAt(c *common.Common, at time.Duration) (*Views, error) {
 			view.Update(labio.ComponentsMsg{Infos: cp.comps})
 		}
 		v.comps = cp.comps
+	}
+	return v, nil
+}
+
+// Check reads every tape of the session into the views, and says which
+// one cannot be read, if any.
+func (s *Session) Check() error { return s.prepare(common.New()) }
+
+// ViewsAt returns the views as they were at (after the session's start;
+// From at the earliest): from the last checkpoint before it, the
+// observations and tapes that came since, folded as the live workspace
+// folded them.
+func (s *Session) ViewsAt(c *common.Common, at time.Duration) (*Views, error) {
+	if err := s.prepare(c); err != nil {
+		return nil, err
+	}
+	at = max(at, s.From())
+	i := sort.Search(len(s.checkpoints), func(i int) bool { return s.checkpoints[i].at > at }) - 1
+	v, err := s.restore(c, s.checkpoints[max(i, 0)])
+	if err != nil {
+		return nil, err
 	}
 	if err := v.fold(s, at); err != nil {
 		return nil, err

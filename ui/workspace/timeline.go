@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/klab-dev/klab/assets/i18n"
+	"github.com/klab-dev/klab/ui/common"
 	"github.com/klab-dev/klab/ui/labio"
 	"github.com/klab-dev/klab/ui/record"
 )
@@ -87,10 +88,10 @@ func (m *Model) openTimeline() {
 	m.layout()
 }
 
-// seek moves the timeline to at.
+// seek moves the timeline to at, within what the session keeps.
 func (m *Model) seek(at time.Duration) {
 	r := m.rewind
-	r.at = min(max(at, 0), r.s.Duration())
+	r.at = min(max(at, r.s.From()), r.s.Duration())
 	v, err := r.s.Seek(m.c, r.views, r.at)
 	if err != nil {
 		m.status = status{err: err}
@@ -115,7 +116,7 @@ func (m *Model) timelineKey(msg tea.KeyMsg) bool {
 	case ".", ">":
 		m.seek(r.at + step)
 	case "[":
-		best := time.Duration(0)
+		best := r.s.From()
 		for _, n := range r.news {
 			if n < r.at {
 				best = n
@@ -132,7 +133,8 @@ func (m *Model) timelineKey(msg tea.KeyMsg) bool {
 		}
 		m.seek(next)
 	case "home", "g":
-		m.seek(0)
+		// The window's start: what the workspace keeps in memory.
+		m.seek(r.s.From())
 	case "end", "G":
 		m.seek(r.s.Duration())
 	default:
@@ -151,9 +153,13 @@ func (m *Model) timelineKey(msg tea.KeyMsg) bool {
 func (m *Model) rewoundView() string {
 	r := m.rewind
 	body := r.views.Draw(recordNames[m.view])
-	line := record.Timeline(r.s, r.at, false, m.viewW)
+	// The bar leaves room for "rewound" in place of "paused", which is
+	// one cell longer in English: the line fits the view, its end
+	// (the moment, at the end of the session) not cut off.
+	paused, rewound := i18n.T("record.paused"), i18n.T("record.rewound")
+	line := record.Timeline(r.s, r.at, false, m.viewW-max(common.Width(rewound)-common.Width(paused), 0))
 	head, _, _ := strings.Cut(line, "\n")
-	head = strings.Replace(head, i18n.T("record.paused"), i18n.T("record.rewound"), 1)
+	head = strings.Replace(head, paused, rewound, 1)
 	keys := ansi.Truncate(i18n.T("record.live-keys"), m.viewW, "…")
 	return body + "\n" + head + "\n" + m.c.Styles.Status.Info.Render(keys)
 }

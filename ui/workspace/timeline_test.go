@@ -1,9 +1,12 @@
 package workspace
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/etcd"
@@ -57,6 +60,58 @@ func TestTimelineKeys(t *testing.T) {
 			press(m, "esc")
 			if v := m.View(); m.Rewound() || !strings.Contains(v, term(4)) {
 				t.Errorf("esc did not bring back the live view:\n%s", v)
+			}
+		})
+	}
+}
+
+// TestTimelineWindow: a workspace keeps only the latest moments of its
+// session; its timeline says from when, and home and the arrows go no
+// further back than that.
+func TestTimelineWindow(t *testing.T) {
+	for _, lang := range []i18n.Lang{i18n.English, i18n.Korean} {
+		t.Run(string(lang), func(t *testing.T) {
+			c := uitest.Setup(t, lang)
+			info := uitest.Info("tlw", 3)
+			st := labstate.New(info.Name, info.Members)
+			start := time.Now().Add(-10 * time.Minute)
+			live := record.NewLive(nil, info, start)
+			live.SetWindow(record.Window{Span: 3 * time.Minute})
+			m := New(c, uitest.NewLab(info, false), st, Options{Recording: live})
+			m.SetSize(120, 40)
+			// Ten minutes of the runtime's reports, then a status now.
+			for at := time.Duration(0); at < 10*time.Minute; at += 20 * time.Second {
+				state := []string{"running", "stopped"}[int(at/(20*time.Second))%2]
+				live.Tape(record.Components, start.Add(at), []byte(`[{"ref":{"node":"master-1","component":"etcd"},"state":"`+state+`"}]`))
+			}
+			m.Update(labio.ObservationsMsg{Batch: []lab.Observation{&lab.StatusObservation{
+				Observed: lab.Observed{Member: "master-1", At: time.Now()},
+				Status:   etcd.Status{ID: info.Members[0].ID, Name: "master-1", State: "StateLeader", Term: 3, Leader: info.Members[0].ID}}}})
+			s := live.Session()
+			from := s.From()
+			if from < 7*time.Minute || s.Duration()-from > 3*time.Minute {
+				t.Fatalf("the session keeps %s to %s, want the last 3 minutes of 10", from, s.Duration())
+			}
+
+			press(m, "T")
+			label := i18n.T("record.window", fmt.Sprintf("%d:%04.1f", int(from.Minutes()), (from%time.Minute).Seconds()))
+			if !m.Rewound() || !strings.Contains(m.View(), label) {
+				t.Fatalf("the rewound timeline does not say %q:\n%s", label, m.View())
+			}
+			// At the session's end the line fits, its moment drawn
+			// last.
+			for _, l := range strings.Split(m.View(), "\n") {
+				if strings.Contains(l, label) && !strings.HasSuffix(strings.TrimRight(ansi.Strip(l), " │"), "●") {
+					t.Errorf("the timeline's line is cut short:\n%s", l)
+				}
+			}
+			press(m, "home")
+			if m.rewind.at != from {
+				t.Errorf("home went to %s, want the window's start %s", m.rewind.at, from)
+			}
+			press(m, "left", "[")
+			if m.rewind.at != from {
+				t.Errorf("before the window's start the timeline went to %s", m.rewind.at)
 			}
 		})
 	}
