@@ -5,7 +5,11 @@
 // Soak: for -for (10 min) a client creates a Deployment of 3 replicas every
 // 2 s and deletes the one made 5 rounds earlier, and scales a standing one
 // between 1 and 4, so that the scheduler, the controllers, the kubelets, the
-// kube-proxies and etcd all keep working. Every -every (30 s) it samples the
+// kube-proxies and etcd all keep working. The churn is paced to what the
+// cluster finishes: a round whose namespace still holds more pods than the
+// steady state's (the last rounds' not yet gone) creates nothing and waits
+// for the next, so a slow machine gets the same working set, only fewer
+// rounds; how many rounds ran and how many waited is printed. Every -every (30 s) it samples the
 // whole process after a forced GC: goroutines and the live heap. A leak
 // shows as a count that keeps climbing; a cluster that holds steady shows
 // the same figures at the end as in the middle. The samples are printed,
@@ -160,23 +164,34 @@ func soak(client kubernetes.Interface, dur, every time.Duration) error {
 	}
 	print(samples[0])
 	var errs atomic.Int64
+	// The steady state: the 5 live churn Deployments' 15 pods, the
+	// standing one's up to 4, and the pods of one round in flight.
+	const steadyPods = 5*3 + 4 + 3
+	rounds, waited := 0, 0
 	round := time.NewTicker(2 * time.Second)
 	defer round.Stop()
 	sampler := time.NewTicker(every)
 	defer sampler.Stop()
 	end := time.After(dur)
-	for i := 0; ; i++ {
+	for {
 		select {
 		case <-end:
 			for _, name := range []string{"standing"} {
 				dc.Delete(ctx, name, metav1.DeleteOptions{})
 			}
+			fmt.Printf("\nchurn: %d rounds ran, %d waited for the cluster to finish the ones before\n", rounds, waited)
 			return summarise(samples, errs.Load())
 		case <-sampler.C:
 			s := measure(start, client)
 			samples = append(samples, s)
 			print(s)
 		case <-round.C:
+			if pods, err := client.CoreV1().Pods("soak").List(ctx, metav1.ListOptions{}); err == nil && len(pods.Items) > steadyPods {
+				waited++
+				continue
+			}
+			i := rounds
+			rounds++
 			if _, err := dc.Create(ctx, deploy(fmt.Sprintf("churn-%d", i), 3), metav1.CreateOptions{}); err != nil {
 				errs.Add(1)
 			}
