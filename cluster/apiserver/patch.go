@@ -93,6 +93,9 @@ func (s *Server) patchObject(req *request, view func(runtime.Object) (runtime.Ob
 			if err != nil {
 				return nil, apierrors.NewBadRequest(err.Error())
 			}
+			if err := checkPatchValues(p); err != nil {
+				return nil, apierrors.NewBadRequest(err.Error())
+			}
 			if len(p) > maxJSONPatchOperations {
 				return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
 					"The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(p)))
@@ -129,4 +132,25 @@ func (s *Server) patchObject(req *request, view func(runtime.Object) (runtime.Ob
 
 func unprocessable(req *request, err error) error {
 	return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "patch", req.res.GroupResource(), req.info.name, fmt.Sprintf("%v", err), 0, false)
+}
+
+// checkPatchValues refuses what the JSON patch library does not: an add,
+// replace or test without the value RFC 6902 requires of them (4.1, 4.3,
+// 4.6), and one at the document's root whose value is null. The library
+// reads a missing value as nothing, and a replace of the whole document
+// with nothing dereferences it (found by FuzzPatch).
+func checkPatchValues(p jsonpatch.Patch) error {
+	for i, op := range p {
+		switch kind := op.Kind(); kind {
+		case "add", "replace", "test":
+			v, ok := op["value"]
+			if !ok {
+				return fmt.Errorf("json patch operation %d (%s) has no value", i, kind)
+			}
+			if path, err := op.Path(); err == nil && path == "" && v == nil {
+				return fmt.Errorf("json patch operation %d (%s): the document's value must be an object, not null", i, kind)
+			}
+		}
+	}
+	return nil
 }
