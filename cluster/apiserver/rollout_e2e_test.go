@@ -72,7 +72,7 @@ func startRolloutCluster(t *testing.T) (context.Context, kubernetes.Interface, *
 	m, err := controller.New(controller.Config{
 		REST:        c.Config(0, auth.KubeControllerManager),
 		Identity:    "master-1",
-		Speed:       10, // the leader election lease, 15 s, in 1.5 s
+		Speed:       10, // the leader election lease, 15 s, in 3 s (the floor)
 		Logger:      slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Controllers: []string{"daemonset", "statefulset", "garbagecollector"},
 	})

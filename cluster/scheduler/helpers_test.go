@@ -26,7 +26,8 @@ import (
 	"github.com/klab-dev/klab/cluster/timing"
 )
 
-// testSpeed makes the lease 1.5 s, the first backoff 100 ms.
+// testSpeed makes the leader-election lease 3 s (the lab's floor), the
+// first backoff 100 ms.
 const testSpeed = timing.Speed(10)
 
 // waitTimeout bounds every wait on the API server.
