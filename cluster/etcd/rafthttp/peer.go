@@ -44,8 +44,11 @@ type peer struct {
 	// full, so that an overload is logged once, not per message.
 	overflowing atomic.Bool
 
+	// active is set while the peer has accepted our stream: what
+	// Transport.ActivePeers counts. Written by the run goroutine only.
+	active atomic.Bool
+
 	// Owned by the run goroutine.
-	active  bool
 	lastErr string
 	buf     []byte
 	batch   []*raftpb.Message
@@ -302,10 +305,11 @@ func (p *peer) discardFor(d time.Duration) bool {
 }
 
 func (p *peer) becameActive(url string) {
-	if !p.active {
+	if !p.active.Load() {
 		p.t.lg.Info("peer became active", "remote-peer-id", formatID(p.id), "remote-peer-url", url)
 	}
-	p.active, p.lastErr = true, ""
+	p.active.Store(true)
+	p.lastErr = ""
 }
 
 // becameInactive logs a lost stream or a failed dial once per distinct
@@ -313,7 +317,7 @@ func (p *peer) becameActive(url string) {
 func (p *peer) becameInactive(url string, err error) {
 	msg := err.Error()
 	switch {
-	case p.active:
+	case p.active.Load():
 		p.t.lg.Warn("peer became inactive (lost stream)", "remote-peer-id", formatID(p.id), "remote-peer-url", url, "error", msg)
 	case msg == p.lastErr:
 	case errors.As(err, new(*rejectedError)):
@@ -321,5 +325,6 @@ func (p *peer) becameInactive(url string, err error) {
 	default:
 		p.t.lg.Warn("failed to connect to peer", "remote-peer-id", formatID(p.id), "remote-peer-url", url, "error", msg)
 	}
-	p.active, p.lastErr = false, msg
+	p.active.Store(false)
+	p.lastErr = msg
 }

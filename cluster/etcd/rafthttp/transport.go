@@ -201,6 +201,22 @@ func (t *Transport) RemovePeer(id uint64) {
 	}
 }
 
+// ActivePeers counts the peers whose stream from this member is up: they
+// accepted it and it has not broken since (etcd's Transporter.ActivePeers).
+// The member uses it once at start, to fast-forward its election ticks when
+// its peers are there to vote.
+func (t *Transport) ActivePeers() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	n := 0
+	for _, p := range t.peers {
+		if p.active.Load() {
+			n++
+		}
+	}
+	return n
+}
+
 // Send queues msgs for their peers and returns at once: it never blocks the
 // raft loop. A message whose peer's queue is full is dropped and reported
 // unreachable, as etcd does; a message to an unknown peer is dropped.

@@ -308,3 +308,27 @@ func TestStopIsPromptAndLeavesNoGoroutines(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// ActivePeers counts the peers whose stream is up: none before they are
+// dialled, each once it accepts, and one fewer when a peer stops.
+func TestActivePeersFollowsTheStreams(t *testing.T) {
+	a, b, c := newNode(t, 1, nodeOptions{}), newNode(t, 2, nodeOptions{}), newNode(t, 3, nodeOptions{})
+	if n := a.tr.ActivePeers(); n != 0 {
+		t.Fatalf("ActivePeers with no peers = %d, want 0", n)
+	}
+	connect(a, b, c)
+	warmUp(t, a, b)
+	warmUp(t, a, c)
+	if n := a.tr.ActivePeers(); n != 2 {
+		t.Fatalf("ActivePeers with both streams up = %d, want 2", n)
+	}
+	c.stop()
+	// The stream's end reaches the sender when the peer closes it.
+	deadline := time.Now().Add(5 * time.Second)
+	for a.tr.ActivePeers() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("ActivePeers after a peer stopped = %d, want 1; logs:\n%s", a.tr.ActivePeers(), a.logs.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
