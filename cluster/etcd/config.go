@@ -77,6 +77,12 @@ type Config struct {
 	TickInterval   time.Duration
 	ElectionTicks  int
 	HeartbeatTicks int
+	// NoInitialElectionTickAdvance turns off what etcd's
+	// --initial-election-tick-advance (on by default) does: at start, once
+	// the peers' streams are up, fast-forward the election ticks so that a
+	// cluster without a leader elects one after a fraction of an election
+	// timeout instead of a whole one (see adjustTicks).
+	NoInitialElectionTickAdvance bool
 	// SnapshotCount is how many applied entries trigger a raft snapshot and
 	// log compaction; SnapshotCatchUp entries are kept after it for slow
 	// followers.

@@ -124,8 +124,9 @@ func (m *Member) serve() {
 			m.metricsServer.Serve(m.metricsL)
 		}()
 	}
-	m.wg.Add(4)
+	m.wg.Add(5)
 	go m.run()
+	go m.adjustTicks()
 	go func() {
 		defer m.wg.Done()
 		m.clock.run(m.stopc)
