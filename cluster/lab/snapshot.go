@@ -182,7 +182,8 @@ type RestoreResult struct {
 	Leader       string        `json:"leader"`
 	Elapsed      time.Duration `json:"elapsed"`
 	// Stages is how long each stage took, in order: "stop", "restore",
-	// "etcd" (started, a leader elected), "apiservers", "others".
+	// "etcd" (started, a leader elected), "apiservers" (and then the load
+	// balancer), "others".
 	Stages []RestoreStage `json:"stages,omitempty"`
 }
 
@@ -322,29 +323,39 @@ func (c *Cluster) Restore(ctx context.Context, path string) (*RestoreResult, err
 	}
 	c.info.Store(&ni)
 
-	// etcd first, together; then the API servers and the load balancer;
-	// then everything else.
-	var groups [3][]runtime.Ref
+	// etcd first, together; then the API servers; then the load balancer,
+	// as klab up starts it, once they serve (started with them, its first
+	// health check finds none listening and takes every backend out of the
+	// rotation until the next check a second later, while the components
+	// started next are refused and back off); then everything else.
+	var groups [4][]runtime.Ref
 	for _, ref := range running {
 		switch ref.Component {
 		case runtime.ComponentEtcd:
 			groups[0] = append(groups[0], ref)
-		case runtime.ComponentAPIServer, runtime.ComponentLB:
+		case runtime.ComponentAPIServer:
 			groups[1] = append(groups[1], ref)
-		default:
+		case runtime.ComponentLB:
 			groups[2] = append(groups[2], ref)
+		default:
+			groups[3] = append(groups[3], ref)
 		}
 	}
 	for i, g := range groups {
 		if err := c.startAll(ctx, g); err != nil {
 			return nil, i18n.Wrap(err, "snapshot.err.start")
 		}
-		if i == 0 {
+		switch i {
+		case 0:
 			if err := waitLeader(ctx, c.members, DefaultLeaderTimeout); err != nil {
 				return nil, err
 			}
+			res.stage("etcd", &stage)
+		case 2:
+			res.stage("apiservers", &stage)
+		case 3:
+			res.stage("others", &stage)
 		}
-		res.stage([...]string{"etcd", "apiservers", "others"}[i], &stage)
 	}
 	answers := fetchAll(ctx, c.members)
 	if i, ok := leaderOf(answers); ok {
