@@ -520,3 +520,15 @@ type Runtime interface {
 // ErrNotFound is wrapped by errors about a component or node that was never
 // created.
 var ErrNotFound = fmt.Errorf("not found")
+
+// StandBy is a Runtime that can restart a running component without
+// restarting what runs it: StandDown stops the component gracefully, as
+// Stop does, but keeps its process (its container) waiting; StandUp starts
+// a new instance of it there and returns once it serves. The new instance
+// keeps nothing of the old one, as a restarted process would. The Docker
+// runtime implements it, where a container start costs far more than the
+// component's own; a lab's restore stops and starts every component so.
+type StandBy interface {
+	StandDown(ctx context.Context, ref Ref) error
+	StandUp(ctx context.Context, ref Ref) error
+}

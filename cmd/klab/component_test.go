@@ -5,13 +5,16 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/spf13/cobra"
 
 	"github.com/klab-dev/klab/assets/i18n"
 	"github.com/klab-dev/klab/cluster/runtime/components"
+	"github.com/klab-dev/klab/cluster/runtime/docker/standby"
 )
 
 func TestComponentUsageErrors(t *testing.T) {
@@ -174,5 +177,60 @@ func readLine(t *testing.T, r io.Reader) string {
 			return b.String()
 		}
 		b.WriteByte(buf[0])
+	}
+}
+
+// TestRunForegroundStandsDownAndUp: the stand-down signal stops the
+// component gracefully and keeps the process; the stand-up signal starts a
+// new instance from scratch; SIGTERM (here the context) still ends it.
+func TestRunForegroundStandsDownAndUp(t *testing.T) {
+	i18n.SetLang(i18n.English)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := &cobra.Command{}
+	cmd.SetContext(ctx)
+	stderr, stderrW := io.Pipe()
+	cmd.SetErr(stderrW)
+	var procs []*fakeProcess
+	released := 0
+	errc := make(chan error, 1)
+	go func() {
+		errc <- runForeground(cmd, "worker-1/kube-proxy", func(ctx context.Context, logger *slog.Logger) (components.Process, func(), error) {
+			p := &fakeProcess{done: make(chan struct{})}
+			procs = append(procs, p)
+			return p, func() { released++ }, nil
+		})
+		stderrW.Close()
+	}()
+	expect := func(want string) {
+		t.Helper()
+		if line := readLine(t, stderr); !strings.Contains(line, want) {
+			t.Fatalf("line %q, want %q", line, want)
+		}
+	}
+	signalSelf := func(sig syscall.Signal) {
+		t.Helper()
+		if err := syscall.Kill(os.Getpid(), sig); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect("worker-1/kube-proxy running")
+	signalSelf(standby.StandDown)
+	expect("worker-1/kube-proxy stood down")
+	if len(procs) != 1 || !procs[0].stopped || released != 1 {
+		t.Fatalf("after standing down: %d instances, first stopped %v, %d released; want 1, true, 1", len(procs), procs[0].stopped, released)
+	}
+	signalSelf(standby.StandUp)
+	expect("worker-1/kube-proxy running")
+	if len(procs) != 2 || procs[1].stopped {
+		t.Fatalf("after standing up: %d instances, want a second one running", len(procs))
+	}
+	cancel()
+	go io.Copy(io.Discard, stderr)
+	if err := <-errc; err != nil {
+		t.Fatalf("runForeground = %v, want nil", err)
+	}
+	if !procs[1].stopped || released != 2 {
+		t.Errorf("after SIGTERM: second stopped %v, %d released; want true, 2", procs[1].stopped, released)
 	}
 }

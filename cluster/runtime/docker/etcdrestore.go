@@ -21,8 +21,8 @@ import (
 // restore` is run there before the member starts again. Here the member's
 // own container runs the restore at its next start (etcd.RestorePending,
 // before it opens the data dir), with the binary that will open it: the
-// snapshot and the request are copied into the stopped container, onto its
-// volume. The data never leaves the volume, and the engine may run in a
+// snapshot and the request are copied into the stopped container, or the
+// container of a member stood down (StandDown), onto its volume. The data never leaves the volume, and the engine may run in a
 // VM: nothing is bind-mounted from this machine. (A one-shot container per
 // member did the same at the cost of its creation, start and removal:
 // seconds on a busy engine.)
@@ -35,9 +35,9 @@ const (
 	requestInVolume  = etcdDataDir + etcd.PendingRestoreSuffix
 )
 
-// RestoreEtcd has the stopped etcd member ref restore its data dir inside
-// its volume from the snapshot cfg.Snapshot on this machine when it next
-// starts (etcd.RestorePending). It returns the member's and the new
+// RestoreEtcd has the stopped (or stood down) etcd member ref restore its
+// data dir inside its volume from the snapshot cfg.Snapshot on this machine
+// when it next starts or stands up (etcd.RestorePending). It returns the member's and the new
 // cluster's IDs, which the restore's token and members determine; the
 // snapshot's revision is known once the member has restored.
 func (r *Runtime) RestoreEtcd(ctx context.Context, ref runtime.Ref, cfg etcd.RestoreConfig) (*etcd.RestoreResult, error) {
@@ -57,7 +57,9 @@ func (r *Runtime) RestoreEtcd(ctx context.Context, ref runtime.Ref, cfg etcd.Res
 	if err != nil {
 		return nil, fmt.Errorf("restore etcd member %s: %w", ref, err)
 	}
-	if c.State == container.StateRunning || c.State == container.StatePaused || c.State == container.StateRestarting {
+	// A member stood down (StandDown) is stopped in a running container:
+	// its next stand-up restores, as a start does.
+	if (c.State == container.StateRunning && !r.isStoodDown(ref)) || c.State == container.StatePaused || c.State == container.StateRestarting {
 		return nil, fmt.Errorf("restore etcd member %s: it is %s; stop it first", ref, c.State)
 	}
 	snapshot, err := os.Open(cfg.Snapshot)

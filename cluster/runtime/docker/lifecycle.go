@@ -81,30 +81,14 @@ func (r *Runtime) Start(ctx context.Context, ref runtime.Ref) error {
 // connections on its port, as seen from this machine through its node's
 // published port.
 func (r *Runtime) waitServing(ctx context.Context, ref runtime.Ref, id, nodeID string) error {
-	inspect, err := r.cli.ContainerInspect(ctx, id)
+	addr, port, err := r.serveAddr(ctx, id, nodeID)
 	if err != nil {
 		return fmt.Errorf("start %s: %w", ref, err)
-	}
-	var port int
-	if inspect.Config != nil {
-		if port, err = servePort(inspect.Config.Labels); err != nil {
-			return fmt.Errorf("start %s: %w", ref, err)
-		}
 	}
 	if port == 0 {
 		return nil // nothing to wait for: it serves nothing
 	}
-	node, err := r.cli.ContainerInspect(ctx, nodeID)
-	if err != nil {
-		return fmt.Errorf("start %s: %w", ref, err)
-	}
-	addr, ok := publishedAddr(node.HostConfig, port)
-	if !ok {
-		// Not published: the node's address is reachable from a Linux
-		// host, not from Docker Desktop's.
-		addr = net.JoinHostPort(node.Config.Labels[labels.IP], strconv.Itoa(port))
-	}
-	if node.NetworkSettings == nil || len(node.NetworkSettings.Networks) == 0 {
+	if addr == "" {
 		// A partition cut the node off: nothing outside it can reach
 		// the component, so there is nothing to wait for.
 		r.opts.Logger.Info("started a component on a node cut off by a partition; not waiting for it to serve", "component", ref)
@@ -163,6 +147,38 @@ func serving(addr string) bool {
 	}
 	var netErr net.Error
 	return errors.As(err, &netErr) && netErr.Timeout()
+}
+
+// serveAddr is where this machine reaches the port the component in
+// container id serves (its node's published port), and the port; port 0
+// when it serves none, addr "" when a partition cut its node off.
+func (r *Runtime) serveAddr(ctx context.Context, id, nodeID string) (addr string, port int, err error) {
+	inspect, err := r.cli.ContainerInspect(ctx, id)
+	if err != nil {
+		return "", 0, err
+	}
+	if inspect.Config != nil {
+		if port, err = servePort(inspect.Config.Labels); err != nil {
+			return "", 0, err
+		}
+	}
+	if port == 0 {
+		return "", 0, nil
+	}
+	node, err := r.cli.ContainerInspect(ctx, nodeID)
+	if err != nil {
+		return "", 0, err
+	}
+	if node.NetworkSettings == nil || len(node.NetworkSettings.Networks) == 0 {
+		return "", port, nil
+	}
+	addr, ok := publishedAddr(node.HostConfig, port)
+	if !ok {
+		// Not published: the node's address is reachable from a Linux
+		// host, not from Docker Desktop's.
+		addr = net.JoinHostPort(node.Config.Labels[labels.IP], strconv.Itoa(port))
+	}
+	return addr, port, nil
 }
 
 // servePort returns the port CreateComponent recorded in a component

@@ -37,6 +37,9 @@ type Runtime struct {
 	mu sync.Mutex
 	// net caches the cluster's network once found or made.
 	net *clusterNetwork
+	// stoodDown holds the components this Runtime stood down and has not
+	// stood up yet: their containers run, their components do not.
+	stoodDown map[runtime.Ref]bool
 }
 
 var _ runtime.Runtime = (*Runtime)(nil)
