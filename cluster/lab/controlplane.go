@@ -98,15 +98,20 @@ func (b *bringUp) kubeletSpec(n runtime.Node) (runtime.ComponentSpec, error) {
 	return runtime.ComponentSpec{Kubelet: spec}, nil
 }
 
-// startAll starts components concurrently.
-func (c *Cluster) startAll(ctx context.Context, refs []runtime.Ref) error {
+// startAll starts components concurrently; one in stoodDown (a restore
+// stood it down in its container) is stood up there instead.
+func (c *Cluster) startAll(ctx context.Context, refs []runtime.Ref, stoodDown map[runtime.Ref]bool) error {
 	errs := make([]error, len(refs))
 	var wg sync.WaitGroup
 	for i, ref := range refs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = c.rt.Start(ctx, ref)
+			if sb, ok := c.rt.(runtime.StandBy); ok && stoodDown[ref] {
+				errs[i] = sb.StandUp(ctx, ref)
+			} else {
+				errs[i] = c.rt.Start(ctx, ref)
+			}
 		}()
 	}
 	wg.Wait()

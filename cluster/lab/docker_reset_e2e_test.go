@@ -16,8 +16,8 @@ import (
 
 // TestDockerResetToStep resets a 3+3 Docker cluster from the last step of a
 // three-step lesson to its second step, as klab reset --step does: every
-// member container stopped, each member's data dir restored inside its
-// volume by a one-shot container, the members started as a new cluster.
+// component stopped (stood down inside its container), each member's data
+// dir restored inside its volume, the members started as a new cluster.
 // The objects made in the later step are gone (their pods' containers too),
 // those of the second step's start are there and run, the etcd cluster is a
 // new one (new cluster ID, raft log started over), and the cluster takes

@@ -229,7 +229,9 @@ func Restore(ctx context.Context, name, path string) (*RestoreResult, error) {
 // new cluster that elects a leader in a new term, then the API servers,
 // which list and watch the restored keys, and the controllers and kubelets,
 // which reconcile the cluster to them. The old data dirs are kept beside the
-// new ones as etcd.before-restore.
+// new ones as etcd.before-restore. On Docker each component is stopped and
+// started again inside its container (runtime.StandBy), as a restarted
+// process on the same machine, not with a new container.
 func (c *Cluster) Restore(ctx context.Context, path string) (*RestoreResult, error) {
 	start := time.Now()
 	if _, err := etcd.VerifySnapshot(path); err != nil {
@@ -277,9 +279,20 @@ func (c *Cluster) Restore(ctx context.Context, path string) (*RestoreResult, err
 			stopGroups[0] = append(stopGroups[0], ci)
 		}
 	}
+	//
+	// Where the runtime can (runtime.StandBy: Docker), each component is
+	// stopped and later started again inside its container rather than
+	// with it, sparing 25 container restarts, which cost the engine more
+	// than everything else here; a component it cannot stand down (paused,
+	// or its stand-down failed) is stopped with its container.
 	stage := time.Now()
+	stoodDown := map[runtime.Ref]bool{}
+	sb, _ := c.rt.(runtime.StandBy)
 	for _, g := range stopGroups {
 		stopCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		if sb != nil {
+			g = c.standDownAll(stopCtx, sb, g, stoodDown)
+		}
 		err = c.stopAll(stopCtx, g)
 		cancel()
 		if err != nil {
@@ -342,7 +355,7 @@ func (c *Cluster) Restore(ctx context.Context, path string) (*RestoreResult, err
 		}
 	}
 	for i, g := range groups {
-		if err := c.startAll(ctx, g); err != nil {
+		if err := c.startAll(ctx, g, stoodDown); err != nil {
 			return nil, i18n.Wrap(err, "snapshot.err.start")
 		}
 		switch i {
@@ -365,6 +378,39 @@ func (c *Cluster) Restore(ctx context.Context, path string) (*RestoreResult, err
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// standDownAll stands down, at once, every running component of infos
+// (runtime.StandBy) and marks it in stoodDown; it returns the components
+// left to stop the usual way: those not running, and those whose stand-down
+// failed.
+func (c *Cluster) standDownAll(ctx context.Context, sb runtime.StandBy, infos []runtime.ComponentInfo, stoodDown map[runtime.Ref]bool) []runtime.ComponentInfo {
+	ok := make([]bool, len(infos))
+	var wg sync.WaitGroup
+	for i, ci := range infos {
+		if ci.State != runtime.StateRunning {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := sb.StandDown(ctx, ci.Ref); err != nil {
+				c.logger.Warn("could not restart a component in place; stopping it", "component", ci.Ref, "err", err)
+				return
+			}
+			ok[i] = true
+		}()
+	}
+	wg.Wait()
+	var rest []runtime.ComponentInfo
+	for i, ci := range infos {
+		if ok[i] {
+			stoodDown[ci.Ref] = true
+		} else {
+			rest = append(rest, ci)
+		}
+	}
+	return rest
 }
 
 // stage records the stage that ends now, begun at *since, and starts the

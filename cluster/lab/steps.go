@@ -136,7 +136,7 @@ func (b *bringUp) do(ctx context.Context, s step) error {
 			refs = append(refs, spec.Ref)
 		}
 	}
-	return b.c.startAll(ctx, refs)
+	return b.c.startAll(ctx, refs, nil)
 }
 
 // topology lists, per node, the components steps run on it, in the order
