@@ -119,6 +119,7 @@ func (r *Runtime) CreateComponent(ctx context.Context, spec runtime.ComponentSpe
 			labels.Role:      labels.RoleComponent,
 			labels.Node:      spec.Ref.Node,
 			labels.Component: spec.Ref.Component,
+			labels.StandBy:   "1",
 		},
 	}
 	if port != 0 {

@@ -8,6 +8,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/klab-dev/klab/cluster/runtime"
+	"github.com/klab-dev/klab/cluster/runtime/docker/labels"
 	"github.com/klab-dev/klab/cluster/runtime/docker/standby"
 )
 
@@ -61,8 +62,13 @@ func (r *Runtime) isStoodDown(ref runtime.Ref) bool {
 }
 
 // StandUp starts again the component that StandDown stopped in its
-// container, and returns once it serves.
+// container, and returns once it serves. If the container is no longer
+// running (it was stopped meanwhile), it starts the container instead.
 func (r *Runtime) StandUp(ctx context.Context, ref runtime.Ref) error {
+	if c, err := r.componentContainer(ctx, ref); err == nil && c.State != container.StateRunning && c.State != container.StatePaused {
+		r.setStoodDown(ref, false)
+		return r.Start(ctx, ref)
+	}
 	c, _, err := r.standbyTarget(ctx, ref, "stand up")
 	if err != nil {
 		return err
@@ -87,6 +93,9 @@ func (r *Runtime) standbyTarget(ctx context.Context, ref runtime.Ref, what strin
 	}
 	if c.State != container.StateRunning {
 		return c, "", fmt.Errorf("%s %s: its container is %s, not running", what, ref, c.State)
+	}
+	if c.Labels[labels.StandBy] == "" {
+		return c, "", fmt.Errorf("%s %s: its container was made by an older klab, whose process does not stand by", what, ref)
 	}
 	node, err := r.nodeContainer(ctx, ref.Node)
 	if err != nil {

@@ -28,6 +28,10 @@ const (
 	// Start waits for it to accept connections on; a component that
 	// serves nothing has none.
 	ServePort = "io.klab.serve-port"
+	// StandBy marks a component container whose process stands its
+	// component down and up on the signals of package standby; one made
+	// by an older klab would end on them instead.
+	StandBy = "io.klab.standby"
 	// BuildID is the build a klab/node image was made from.
 	BuildID = "io.klab.build-id"
 )
