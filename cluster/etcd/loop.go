@@ -163,6 +163,10 @@ func (m *Member) handleReady(rd raft.Ready) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit to %s (is the disk full?): %w", m.dbPath(), err)
 	}
+	if newlyApplied {
+		m.persisted.Store(applied)
+		m.persistedNotify.notify()
+	}
 
 	if snap != nil && !raft.IsEmptySnap(snap) {
 		if err := m.raftStorage.ApplySnapshot(snap); err != nil {

@@ -75,10 +75,15 @@ type Member struct {
 	cs   *raftpb.ConfState
 
 	appliedNotify *notifier // closed and replaced when applied advances
-	leaderNotify  *notifier // closed and replaced when the leader changes
-	readStatec    chan raft.ReadState
-	readNotifier  atomic.Pointer[readNotifier]
-	readwaitc     chan struct{}
+	// persisted is the applied index whose apply transaction has been
+	// committed to the database: applied runs ahead of it while results
+	// are answered before the commit (see handleReady).
+	persisted       atomic.Uint64
+	persistedNotify *notifier // closed and replaced when persisted advances
+	leaderNotify    *notifier // closed and replaced when the leader changes
+	readStatec      chan raft.ReadState
+	readNotifier    atomic.Pointer[readNotifier]
+	readwaitc       chan struct{}
 
 	gate *gate // closed while running; Pause holds it shut
 
@@ -112,25 +117,26 @@ func NewMember(cfg Config) (*Member, error) {
 	}
 	self, _ := cfg.self()
 	m := &Member{
-		cfg:           cfg,
-		lg:            cfg.Logger.With("member", cfg.Name),
-		peerHTTP:      &http.Client{Transport: &http.Transport{TLSClientConfig: cfg.PeerClientTLS, MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute}},
-		id:            MemberID(self.PeerURL, cfg.ClusterToken),
-		clusterID:     ClusterID(cfg.InitialCluster, cfg.ClusterToken),
-		self:          self,
-		members:       newMembership(),
-		alarms:        newAlarmSet(),
-		defragc:       make(chan chan error),
-		clock:         newRaftClock(cfg.TickInterval),
-		events:        newEventHub(),
-		requests:      newRequestHub(),
-		wait:          newWaitList(),
-		appliedNotify: newNotifier(),
-		leaderNotify:  newNotifier(),
-		readStatec:    make(chan raft.ReadState, 1),
-		readwaitc:     make(chan struct{}, 1),
-		gate:          newGate(),
-		stopc:         make(chan struct{}),
+		cfg:             cfg,
+		lg:              cfg.Logger.With("member", cfg.Name),
+		peerHTTP:        &http.Client{Transport: &http.Transport{TLSClientConfig: cfg.PeerClientTLS, MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute}},
+		id:              MemberID(self.PeerURL, cfg.ClusterToken),
+		clusterID:       ClusterID(cfg.InitialCluster, cfg.ClusterToken),
+		self:            self,
+		members:         newMembership(),
+		alarms:          newAlarmSet(),
+		defragc:         make(chan chan error),
+		clock:           newRaftClock(cfg.TickInterval),
+		events:          newEventHub(),
+		requests:        newRequestHub(),
+		wait:            newWaitList(),
+		appliedNotify:   newNotifier(),
+		persistedNotify: newNotifier(),
+		leaderNotify:    newNotifier(),
+		readStatec:      make(chan raft.ReadState, 1),
+		readwaitc:       make(chan struct{}, 1),
+		gate:            newGate(),
+		stopc:           make(chan struct{}),
 	}
 	m.life = componentbase.NewLifecycle(m.shutdown)
 	m.raftState.Store(raft.StateFollower)

@@ -20,6 +20,7 @@ func (m *Member) startRaft(bs *bootState) error {
 		return err
 	}
 	m.applied.Store(bs.applied)
+	m.persisted.Store(bs.applied)
 	m.snapIndex.Store(bs.raft.Snapshot.GetMetadata().GetIndex())
 	m.term.Store(bs.raft.HardState.GetTerm())
 	if bs.applied > 0 {

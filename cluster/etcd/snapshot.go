@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -219,6 +221,8 @@ func (m *Member) installSnapshot(tx *bolt.Tx, snap *raftpb.Snapshot) error {
 func (m *Member) afterSnapshotInstalled(snap *raftpb.Snapshot) {
 	md := snap.GetMetadata()
 	m.applied.Store(md.GetIndex())
+	m.persisted.Store(md.GetIndex())
+	m.persistedNotify.notify()
 	m.appliedTerm.Store(md.GetTerm())
 	m.setConfState(md.GetConfState())
 	m.store.Publish()
@@ -256,6 +260,13 @@ func (m *Member) syncTransportPeers() {
 // writeSnapshotStream writes the key-value state for etcdctl snapshot save:
 // a bbolt database followed by its SHA-256, as etcd's snapshot stream is.
 func (m *Member) writeSnapshotStream(ctx context.Context, w io.Writer) (int64, error) {
+	// Writes are answered once applied, before their transaction is
+	// committed; the snapshot reads the committed database. Like etcd's,
+	// which commits its backend's batch first, it must hold every write
+	// already answered.
+	if err := m.waitPersisted(ctx, m.applied.Load()); err != nil {
+		return 0, err
+	}
 	if err := os.MkdirAll(m.snapDir(), 0o700); err != nil {
 		return 0, err
 	}
@@ -294,4 +305,21 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.r.Read(p)
+}
+
+// waitPersisted waits until the apply transaction of index is committed.
+func (m *Member) waitPersisted(ctx context.Context, index uint64) error {
+	for {
+		c := m.persistedNotify.wait()
+		if m.persisted.Load() >= index {
+			return nil
+		}
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-m.stopc:
+			return rpctypes.ErrGRPCStopped
+		}
+	}
 }

@@ -16,8 +16,8 @@ const (
 // whole-cluster restart, a restore from a snapshot — that wait is the
 // cluster's downtime. So:
 //
-//   - a single-member cluster has nobody to hear from: etcd advances it
-//     ElectionTicks−1 ticks at once (klab does not yet; see below);
+//   - a single-member cluster has nobody to hear from: it advances
+//     ElectionTicks−1 ticks at once and campaigns on the next one;
 //   - otherwise it waits until at least two peers' streams are up (etcd's
 //     "peerN > 1") and then advances ElectionTicks−2 ticks, leaving two
 //     ticks for a leader's heartbeat to arrive first if there is a leader.
@@ -34,13 +34,7 @@ func (m *Member) adjustTicks() {
 	}
 	members := m.memberCount()
 	if members == 1 {
-		// etcd advances a single member ElectionTicks−1 ticks at once.
-		// klab's does not (yet): a single member restored from a
-		// snapshot that elected itself within a few hundred milliseconds
-		// of its start served an empty keyspace in about one run of three
-		// (cluster/etcd TestRestorePendingRestoresBeforeTheMemberStarts),
-		// and the cause is not found. A 3+3 reset, the case that matters,
-		// is the multi-member path below.
+		m.advanceTicks(m.cfg.ElectionTicks-1, members, 0)
 		return
 	}
 	t := time.NewTicker(tickAdvanceInterval)

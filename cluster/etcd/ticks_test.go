@@ -102,17 +102,22 @@ func TestStartFastForwardsElectionTicks(t *testing.T) {
 	waitFor(t, 10*time.Second, members[0].Name()+" elected", func() bool { return members[0].Status().State == raft.StateLeader.String() })
 }
 
-// A single member is not advanced (see adjustTicks), with the advance on
-// or off: it waits out its own timeout.
-func TestStartDoesNotFastForwardSingleMember(t *testing.T) {
+// A single member has nobody to wait for: it fast-forwards ElectionTicks−1
+// ticks at once. With the advance turned off it makes none.
+func TestStartFastForwardsSingleMember(t *testing.T) {
 	testenv.EndToEnd(t)
 	on := startMembers(t, "one", 1, nil)[0]
-	// A three-member cluster started with it advances; by then the
-	// single member's start is long past.
-	three := startMembers(t, "adv", 3, nil)
-	want := uint64(etcd.DefaultElectionTicks - 2)
-	waitFor(t, 10*time.Second, "the cluster's ticks fast-forwarded", func() bool { return three[0].Status().Clock.Ticks >= want })
-	if got := on.Status().Clock.Ticks; got > 1 {
-		t.Errorf("single member: %d ticks, want none made by the start", got)
+	off := startMembers(t, "off", 1, func(cfg *etcd.Config) { cfg.NoInitialElectionTickAdvance = true })[0]
+	want := uint64(etcd.DefaultElectionTicks - 1)
+	waitFor(t, 10*time.Second, "the single member's ticks fast-forwarded", func() bool { return on.Status().Clock.Ticks >= want })
+	if got := on.Status().Clock.Ticks; got > want+1 {
+		t.Errorf("single member: %d ticks, want %d", got, want)
 	}
+	if got := off.Status().Clock.Ticks; got != 0 {
+		t.Errorf("member with the advance off made %d ticks, want none", got)
+	}
+	if err := on.SetClock(etcd.ClockRequest{Step: etcd.DefaultElectionTicks}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the single member elected", func() bool { return on.Status().State == raft.StateLeader.String() })
 }
