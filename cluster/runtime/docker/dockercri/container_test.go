@@ -96,6 +96,16 @@ func TestOOMKilled(t *testing.T) {
 	cfg := containerConfig("main", "alloc", "64")
 	cfg.MemoryLimit = 20 << 20
 	id := fx.start(sb, cfg)
+	// The engine learns of an OOM kill through a notice containerd's shim
+	// registers on the container's cgroup once the process has started
+	// (cgroup v1: an eventfd on memory.oom_control); a process killed
+	// before that is reported as a plain exit 137, with no "oom" event
+	// and no State.OOMKilled, by Docker as by any client of it. The
+	// program allocates only when told, after the start has returned.
+	fx.waitLog(id, "ready")
+	if err := engine.docker.ContainerKill(fx.ctx(), id, "SIGUSR1"); err != nil {
+		t.Fatalf("signal the container to allocate: %v", err)
+	}
 	st := fx.waitExited(id)
 	if st.State == cri.StateRunning || (st.ExitCode == 0 && strings.Contains(fx.logs(id, cri.LogOptions{}), "allocated")) {
 		t.Skip("skipping: this machine's kernel does not enforce container memory limits (the container allocated 64 MiB under a 20 MiB limit)")

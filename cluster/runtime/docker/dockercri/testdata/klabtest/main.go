@@ -11,7 +11,8 @@
 //	lines N        print "line 1" to "line N" and exit 0
 //	env NAME       print the value of an environment variable, exit 0
 //	exit CODE      exit with CODE
-//	alloc MIB      allocate and touch MIB MiB, print "allocated", sleep
+//	alloc MIB      print "ready", wait for SIGUSR1, then allocate and touch
+//	               MIB MiB, print "allocated", sleep
 //	listen PORT    answer every TCP connection with the hostname
 //	dial ADDR      connect to ADDR (retrying for 10 s while nothing
 //	               listens there yet), print what it says, exit 0 (1 on
@@ -73,6 +74,10 @@ func main() {
 	case "exit":
 		os.Exit(number(args))
 	case "alloc":
+		go1 := make(chan os.Signal, 1)
+		signal.Notify(go1, syscall.SIGUSR1)
+		fmt.Println("ready")
+		<-go1
 		mem := make([]byte, number(args)<<20)
 		for i := 0; i < len(mem); i += 4096 {
 			mem[i] = 1
