@@ -26,13 +26,8 @@ func TestEtcdCluster(t *testing.T) {
 	info := testImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cluster := testClusterName()
-	removeClusterAfter(t, cluster)
-	r, err := New(ctx, Options{Cluster: cluster, Image: info.Node, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, cluster := newTestRuntime(t, ctx, info.Node)
+	var err error
 
 	// Nodes.
 	ports := []runtime.Port{{Name: "etcd-client", Default: 2379}, {Name: "etcd-peer", Default: 2380}}

@@ -21,13 +21,7 @@ func TestComponentContainers(t *testing.T) {
 	info := testImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cluster := testClusterName()
-	removeClusterAfter(t, cluster)
-	r, err := New(ctx, Options{Cluster: cluster, Image: info.Node, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, cluster := newTestRuntime(t, ctx, info.Node)
 	node, err := r.CreateNode(ctx, runtime.NodeSpec{Name: "worker-2", Role: runtime.RoleWorker, Index: 2, Ports: []runtime.Port{{Name: "kubelet", Default: 10250}}})
 	if err != nil {
 		t.Fatal(err)

@@ -178,6 +178,21 @@ func (w tWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// newTestRuntime connects a runtime for a new test cluster on the node
+// image, closed and with every object of the cluster removed when the test
+// ends.
+func newTestRuntime(t *testing.T, ctx context.Context, image string) (*Runtime, string) {
+	t.Helper()
+	cluster := testClusterName()
+	removeClusterAfter(t, cluster)
+	r, err := New(ctx, Options{Cluster: cluster, Image: image, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r, cluster
+}
+
 // removeClusterAfter removes every object of the cluster when the test
 // ends, whatever state it left.
 func removeClusterAfter(t *testing.T, cluster string) {

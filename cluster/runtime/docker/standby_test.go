@@ -20,13 +20,7 @@ func TestStandDownAndUp(t *testing.T) {
 	info := testImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cluster := testClusterName()
-	removeClusterAfter(t, cluster)
-	r, err := New(ctx, Options{Cluster: cluster, Image: info.Node, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, cluster := newTestRuntime(t, ctx, info.Node)
 	ports := []runtime.Port{{Name: "etcd-client", Default: 2379}, {Name: "etcd-peer", Default: 2380}}
 	node, err := r.CreateNode(ctx, runtime.NodeSpec{Name: "master-1", Role: runtime.RoleMaster, Index: 1, Ports: ports})
 	if err != nil {
