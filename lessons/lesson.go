@@ -1,5 +1,11 @@
 package lessons
 
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
 // Lesson is one lesson: a cluster shape and the steps that teach on it.
 type Lesson struct {
 	// ID names the lesson (klab --lesson <id>, progress); unique among the
@@ -28,6 +34,33 @@ func (l *Lesson) Step(id string) (*Step, int) {
 		}
 	}
 	return nil, -1
+}
+
+// FindStep returns the step a user names, by its id or by its number as
+// the workspace shows it ("Step 2/6" is 2), and its index; nil and -1
+// when there is none. A step id starts with a letter, so the two never
+// clash.
+func (l *Lesson) FindStep(ref string) (*Step, int) {
+	if n, err := strconv.Atoi(ref); err == nil && ref != "" && ref[0] != '+' && ref[0] != '-' {
+		if n < 1 || n > len(l.Steps) {
+			return nil, -1
+		}
+		return l.Steps[n-1], n - 1
+	}
+	return l.Step(ref)
+}
+
+// StepList lists the steps by number and id, as errors offer them:
+// "1 roles, 2 slow-motion".
+func (l *Lesson) StepList() string {
+	var b strings.Builder
+	for i, s := range l.Steps {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d %s", i+1, s.ID)
+	}
+	return b.String()
 }
 
 // ShapeAt returns the shape of the cluster step i runs on: the shape it

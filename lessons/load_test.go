@@ -95,6 +95,18 @@ func TestLoadSample(t *testing.T) {
 	if s, i := l.Step("third"); s != nil || i != -1 {
 		t.Errorf("Step(third) = %v, %d", s, i)
 	}
+	// A user may name a step by the number the workspace shows.
+	for _, tt := range []struct {
+		ref  string
+		want int
+	}{{"1", 0}, {"2", 1}, {"second", 1}, {"0", -1}, {"3", -1}, {"+1", -1}, {"-1", -1}, {"", -1}} {
+		if s, i := l.FindStep(tt.ref); i != tt.want || (i >= 0) != (s != nil) || (s != nil && s != l.Steps[i]) {
+			t.Errorf("FindStep(%q) = %v, %d; want index %d", tt.ref, s, i, tt.want)
+		}
+	}
+	if got := l.StepList(); got != "1 first, 2 second" {
+		t.Errorf("StepList() = %q", got)
+	}
 }
 
 // TestLoadRejects breaks the sample one way at a time and requires the

@@ -137,7 +137,7 @@ func loadPack(have []*lessons.Lesson, dir string) ([]*lessons.Lesson, []*lessons
 }
 
 // ResolveLesson finds the lesson (and step) that --lesson names among
-// ls: "id" or "id/step".
+// ls: "id", or "id/step" with the step's id or number.
 func ResolveLesson(ls []*lessons.Lesson, ref string) (*lessons.Lesson, int, error) {
 	id, stepID, _ := strings.Cut(ref, "/")
 	var ids []string
@@ -149,14 +149,10 @@ func ResolveLesson(ls []*lessons.Lesson, ref string) (*lessons.Lesson, int, erro
 		if stepID == "" {
 			return l, -1, nil
 		}
-		var steps []string
-		for i, st := range l.Steps {
-			if st.ID == stepID {
-				return l, i, nil
-			}
-			steps = append(steps, st.ID)
+		if _, i := l.FindStep(stepID); i >= 0 {
+			return l, i, nil
 		}
-		return nil, 0, i18n.NewError("ui.err.unknown-step", id, stepID, strings.Join(steps, ", "))
+		return nil, 0, i18n.NewError("ui.err.unknown-step", id, stepID, l.StepList())
 	}
 	return nil, 0, i18n.NewError("ui.err.unknown-lesson", id, strings.Join(ids, ", "))
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,7 +17,7 @@ func newResetCmd() *cobra.Command {
 		name, step, lesson, dir string
 	)
 	cmd := &cobra.Command{
-		Use:   "reset --step <id>",
+		Use:   "reset --step <id|n>",
 		Short: i18n.T("reset.short"),
 		Long:  i18n.T("reset.long"),
 		Args:  noArgs,
@@ -44,10 +43,11 @@ func newResetCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, i := l.Step(step)
+			st, i := l.FindStep(step)
 			if i < 0 {
-				return i18n.NewError("reset.err.unknown-step", l.ID, step, strings.Join(stepIDs(l.Steps), ", "))
+				return i18n.NewError("reset.err.unknown-step", l.ID, step, l.StepList())
 			}
+			step = st.ID
 			ctx, cancel := context.WithTimeout(cmd.Context(), snapshotTimeout)
 			defer cancel()
 			res, err := lab.ResetToStep(ctx, name, l.ID, step, stepIDs(l.Steps[i+1:]))

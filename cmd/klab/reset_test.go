@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,7 +23,7 @@ func TestResetErrors(t *testing.T) {
 		t.Fatalf("embedded lessons: %v", err)
 	}
 	l := all[0]
-	ids := strings.Join(stepIDs(l.Steps), ", ")
+	ids := l.StepList()
 	step := l.Steps[0].ID
 
 	// A stopped local cluster: its cluster.json, no process on its socket.
@@ -66,6 +67,13 @@ func TestResetErrors(t *testing.T) {
 			i18n.English: {"no snapshot of step", step, "klab --lesson " + l.ID + "/" + step + " --name stopped"}, i18n.Korean: {"스냅샷이 아직 없습니다", step}}},
 		{"not running", []string{"reset", "--step", l.Steps[1].ID, "--lesson", l.ID, "--name", "stopped"}, map[i18n.Lang][]string{
 			i18n.English: {`"stopped" is not running`}, i18n.Korean: {"실행 중이 아닙니다"}}},
+		// A step by the number the workspace shows is the same step.
+		{"no snapshot, by number", []string{"reset", "--step", "1", "--name", "stopped"}, map[i18n.Lang][]string{
+			i18n.English: {"no snapshot of step", step}, i18n.Korean: {"스냅샷이 아직 없습니다", step}}},
+		{"not running, by number", []string{"reset", "--step", "2", "--lesson", l.ID, "--name", "stopped"}, map[i18n.Lang][]string{
+			i18n.English: {`"stopped" is not running`}, i18n.Korean: {"실행 중이 아닙니다"}}},
+		{"number past the last step", []string{"reset", "--step", fmt.Sprint(len(l.Steps) + 1), "--name", "stopped"}, map[i18n.Lang][]string{
+			i18n.English: {fmt.Sprintf(`has no step "%d"`, len(l.Steps)+1), ids}, i18n.Korean: {ids}}},
 	}
 	for _, lang := range []i18n.Lang{i18n.English, i18n.Korean} {
 		for _, tt := range tests {
