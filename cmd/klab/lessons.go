@@ -360,7 +360,7 @@ func checkLessons(cmd *cobra.Command, picked []*lessons.Lesson, runtimeName stri
 	for _, l := range picked {
 		steps += len(l.Steps)
 	}
-	fmt.Fprintln(out, i18n.T("lessons.cmd.check.start", len(picked), steps, rt))
+	fmt.Fprintln(out, i18n.T("lessons.cmd.check.start", nLessons(len(picked)), nSteps(steps), rt))
 	start := time.Now()
 	failed, broken := 0, 0
 	for _, l := range picked {
@@ -383,18 +383,23 @@ func checkLessons(cmd *cobra.Command, picked []*lessons.Lesson, runtimeName stri
 			continue
 		}
 		if rep.Passed() {
-			fmt.Fprintln(out, " ✓ "+i18n.T("lessons.cmd.check.lesson-passed", len(l.Steps), formatDuration(rep.Duration)))
+			fmt.Fprintln(out, " ✓ "+i18n.T("lessons.cmd.check.lesson-passed", nSteps(len(l.Steps)), formatDuration(rep.Duration)))
 		} else {
-			fmt.Fprintln(out, " ✗ "+i18n.T("lessons.cmd.check.lesson-failed", rep.Count(live.StepFailed)+rep.Count(live.StepNoAct), rep.Count(live.StepSkipped), len(l.Steps), formatDuration(rep.Duration)))
+			fmt.Fprintln(out, " ✗ "+i18n.T("lessons.cmd.check.lesson-failed", rep.Count(live.StepFailed)+rep.Count(live.StepNoAct), rep.Count(live.StepSkipped), nSteps(len(l.Steps)), formatDuration(rep.Duration)))
 		}
 	}
 	fmt.Fprintln(out)
 	if failed > 0 || broken > 0 {
 		return i18n.NewError("lessons.cmd.err.failed", failed, steps, formatDuration(time.Since(start)))
 	}
-	fmt.Fprintln(out, i18n.T("lessons.cmd.check.all-passed", len(picked), steps, formatDuration(time.Since(start))))
+	fmt.Fprintln(out, i18n.T("lessons.cmd.check.all-passed", nLessons(len(picked)), nSteps(steps), formatDuration(time.Since(start))))
 	return nil
 }
+
+// nLessons and nSteps count lessons and steps in the current language
+// ("1 lesson", "2 lessons").
+func nLessons(n int) string { return i18n.N("lessons.cmd.n-lessons", n, n) }
+func nSteps(n int) string   { return i18n.N("lessons.cmd.n-steps", n, n) }
 
 // printStepResult prints one step's outcome: a line, and for a step that
 // failed what the check last saw and what each command printed.

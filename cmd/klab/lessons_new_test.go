@@ -51,7 +51,7 @@ func TestLessonsNew(t *testing.T) {
 	// turns into klab.
 	t.Setenv("KLAB_TEST_MAIN", "1")
 	code, stdout, stderr = klab(t, "lessons", "check", "--dir", dir, "--runtime", "local")
-	if code != 0 || !strings.Contains(stdout, "all 1 steps passed") {
+	if code != 0 || !strings.Contains(stdout, "passed, 1 step (") {
 		t.Fatalf("klab lessons check of the skeleton exited %d:\n%s\n%s", code, stdout, stderr)
 	}
 }
