@@ -76,6 +76,17 @@ func (v *View) filterNote(s *styles.Styles, shown, all int) string {
 	return s.Events.Prompt.Render(i18n.T("ui.events.filtered", v.filter, shown, all))
 }
 
+// countOrFilter is a pane title's count: the filter's note while a filter
+// is set (it gives the count too: "4 of 11"), else the count of all rows
+// (countKey). Saying it once leaves the servers' marks after it room on a
+// narrow terminal.
+func (v *View) countOrFilter(s *styles.Styles, shown, all int, countKey string) string {
+	if note := v.filterNote(s, shown, all); note != "" {
+		return note
+	}
+	return s.Events.Muted.Render(i18n.T(countKey, all))
+}
+
 // eventsPane draws the Events in height lines: the title, the header and
 // the rows around the selected event.
 func (v *View) eventsPane(s *styles.Styles, height int) []string {
@@ -92,8 +103,7 @@ func (v *View) eventsPane(s *styles.Styles, height int) []string {
 	}
 	title := common.JoinFitting([]string{
 		s.Events.Title.Render(i18n.T("ui.events.title")),
-		v.filterNote(s, len(visible), len(v.events.rows)),
-		s.Events.Muted.Render(i18n.T("ui.events.count-events", len(v.events.rows))),
+		v.countOrFilter(s, len(visible), len(v.events.rows), "ui.events.count-events"),
 		state,
 	}, w, s.Events.Muted.Render(" · "))
 	out := []string{title}
@@ -168,8 +178,7 @@ func (v *View) requestsPane(s *styles.Styles, height int) []string {
 	visible := v.visibleRequests()
 	parts := []string{
 		s.Events.Title.Render(i18n.T("ui.events.requests")),
-		v.filterNote(s, len(visible), len(v.requests.rows)),
-		s.Events.Muted.Render(i18n.T("ui.events.count-requests", len(v.requests.rows))),
+		v.countOrFilter(s, len(visible), len(v.requests.rows), "ui.events.count-requests"),
 	}
 	for _, srv := range v.servers {
 		switch {
