@@ -84,7 +84,7 @@ func (t *Transport) postSnapshot(m *raftpb.Message) error {
 	req.Header.Set("Content-Type", "application/octet-stream")
 	t.lg.Info("sending database snapshot", "remote-peer-id", formatID(to),
 		"snapshot-index", m.GetSnapshot().GetMetadata().GetIndex())
-	resp, err := t.client.Do(req)
+	resp, err := t.snapshotClient.Do(req)
 	if err != nil {
 		t.observe(EventUnreachable, m)
 		<-body.closed

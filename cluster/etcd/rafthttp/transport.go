@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.etcd.io/raft/v3"
@@ -79,6 +80,13 @@ type Config struct {
 	Logger *slog.Logger
 	// DialTimeout bounds connecting to a peer; 0 means 1s.
 	DialTimeout time.Duration
+	// WriteTimeout bounds how long messages written to a peer's stream may
+	// go unacknowledged by the peer's host before the stream is given up
+	// and redialled; 0 means 5s (etcd's ConnWriteTimeout). Without it, a
+	// stream over a link that lost its packets (a partitioned container)
+	// waits out TCP's growing retransmission intervals after the link
+	// heals, tens of seconds with nothing delivered.
+	WriteTimeout time.Duration
 	// TLS, if set, is what the transport presents and trusts when it dials
 	// https:// peers. A stream pays for one handshake when it opens, none
 	// per message.
@@ -87,17 +95,18 @@ type Config struct {
 
 // Defaults. The queue size is etcd's streamBufSize.
 const (
-	defaultDialTimeout = time.Second
-	queueSize          = 4096
-	minBackoff         = 100 * time.Millisecond
-	maxBackoff         = time.Second
+	defaultDialTimeout  = time.Second
+	defaultWriteTimeout = 5 * time.Second
+	queueSize           = 4096
+	minBackoff          = 100 * time.Millisecond
+	maxBackoff          = time.Second
 )
 
 // Transport sends raft messages to the member's peers and serves theirs.
 type Transport struct {
-	cfg    Config
-	lg     *slog.Logger
-	client *http.Client
+	cfg                    Config
+	lg                     *slog.Logger
+	client, snapshotClient *http.Client
 
 	// ctx is cancelled by Stop; every goroutine and request derives from it.
 	ctx    context.Context
@@ -129,30 +138,31 @@ func New(cfg Config) *Transport {
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = defaultDialTimeout
 	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = defaultWriteTimeout
+	}
 	lg := componentbase.Logger(cfg.Logger)
 	lg = lg.With("local-member-id", formatID(cfg.ID))
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &Transport{
 		cfg: cfg,
 		lg:  lg,
-		client: &http.Client{Transport: &http.Transport{
-			DialContext: (&net.Dialer{Timeout: cfg.DialTimeout}).DialContext,
-			// Streams and snapshots each hold a connection for their whole
-			// life; pooling them would only hand a dead connection to the
-			// next dial after a peer restarts.
-			DisableKeepAlives: true,
-			TLSClientConfig:   cfg.TLS,
-		}},
-		ctx:         ctx,
-		cancel:      cancel,
-		queueSize:   queueSize,
-		minBackoff:  minBackoff,
-		maxBackoff:  maxBackoff,
-		peers:       map[uint64]*peer{},
-		inbound:     map[uint64]*inboundStream{},
-		unreachable: map[uint64]struct{}{},
-		reportc:     make(chan struct{}, 1),
-		rejectLog:   newOnceLog(lg, slog.LevelWarn),
+		// Streams and snapshots each hold a connection for their whole
+		// life; pooling them would only hand a dead connection to the next
+		// dial after a peer restarts. As in etcd, only streams have a
+		// write timeout: a snapshot may stall on a busy receiver's disk.
+		client:         newClient(cfg, unackedTimeout(cfg.WriteTimeout)),
+		snapshotClient: newClient(cfg, nil),
+		ctx:            ctx,
+		cancel:         cancel,
+		queueSize:      queueSize,
+		minBackoff:     minBackoff,
+		maxBackoff:     maxBackoff,
+		peers:          map[uint64]*peer{},
+		inbound:        map[uint64]*inboundStream{},
+		unreachable:    map[uint64]struct{}{},
+		reportc:        make(chan struct{}, 1),
+		rejectLog:      newOnceLog(lg, slog.LevelWarn),
 	}
 	t.wg.Add(1)
 	go t.runReporter()
@@ -271,7 +281,18 @@ func (t *Transport) Stop() {
 		}
 		t.wg.Wait()
 		t.client.CloseIdleConnections()
+		t.snapshotClient.CloseIdleConnections()
 	})
+}
+
+// newClient is an HTTP client for peer requests, its sockets set up by
+// control.
+func newClient(cfg Config, control func(network, address string, c syscall.RawConn) error) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		DialContext:       (&net.Dialer{Timeout: cfg.DialTimeout, Control: control}).DialContext,
+		DisableKeepAlives: true,
+		TLSClientConfig:   cfg.TLS,
+	}}
 }
 
 // peerName is the name of member id for fault lookups.
