@@ -9,9 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-
 	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 

@@ -390,7 +390,7 @@ func checkLessons(cmd *cobra.Command, picked []*lessons.Lesson, runtimeName stri
 	}
 	fmt.Fprintln(out)
 	if failed > 0 || broken > 0 {
-		return i18n.NewError("lessons.cmd.err.failed", failed, steps, formatDuration(time.Since(start)))
+		return i18n.NewError("lessons.cmd.err.failed", failed, nSteps(steps), formatDuration(time.Since(start)))
 	}
 	fmt.Fprintln(out, i18n.T("lessons.cmd.check.all-passed", nLessons(len(picked)), nSteps(steps), formatDuration(time.Since(start))))
 	return nil

@@ -74,10 +74,10 @@ func main() {
 	case "exit":
 		os.Exit(number(args))
 	case "alloc":
-		go1 := make(chan os.Signal, 1)
-		signal.Notify(go1, syscall.SIGUSR1)
+		proceed := make(chan os.Signal, 1)
+		signal.Notify(proceed, syscall.SIGUSR1)
 		fmt.Println("ready")
-		<-go1
+		<-proceed
 		mem := make([]byte, number(args)<<20)
 		for i := 0; i < len(mem); i += 4096 {
 			mem[i] = 1
